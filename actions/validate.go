@@ -1,0 +1,281 @@
+package actions
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"net/url"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits bounds what one action, or one batch, may ask for. The zero value
+// of each field means its default.
+type Limits struct {
+	MaxText     int           // bytes of Type text; default 10000
+	MaxBatch    int           // actions in one batch; default 32
+	MaxDuration time.Duration // HoldKey and Wait; default 30s
+	MaxPath     int           // Drag points; default 512
+	MaxURL      int           // bytes of a Navigate URL; default 2048
+}
+
+func (l Limits) orDefaults() Limits {
+	return Limits{
+		MaxText:     cmp.Or(l.MaxText, 10000),
+		MaxBatch:    cmp.Or(l.MaxBatch, 32),
+		MaxDuration: cmp.Or(l.MaxDuration, 30*time.Second),
+		MaxPath:     cmp.Or(l.MaxPath, 512),
+		MaxURL:      cmp.Or(l.MaxURL, 2048),
+	}
+}
+
+// Validate reports whether a is well formed and within l. The error wraps
+// ErrInvalid and names the field and the reason, with numbers:
+// "type: text is 10485760 bytes, the limit is 10000".
+//
+// Validate checks what a kind needs, and rejects any field the kind does
+// not use (Text on a click is an error, not ignored), so that an adapter's
+// mistake cannot pass silently. In particular:
+//   - Move needs At; the clicks, MouseDown, MouseUp and Scroll act at the
+//     pointer's current position when HasAt is false. At without HasAt is an
+//     error. Drag needs a Path of at least two points and no At.
+//   - Coordinates must be finite; whether they lie on the display is for
+//     package screen to decide.
+//   - Modifiers hold modifier keys only; Keys is one canonical chord
+//     (see ParseChord), possibly of modifiers alone.
+//   - HoldKey's Duration is in (0, MaxDuration], Wait's in [0, MaxDuration].
+//   - Type's Text is non-empty UTF-8; Scroll moves by a nonzero delta; Zoom's
+//     Region is finite and non-empty.
+//   - Navigate's URL is "about:blank" or an absolute http or https URL
+//     with a host.
+func (a Action) Validate(l Limits) error {
+	if err := a.validate(l.orDefaults()); err != nil {
+		return fmt.Errorf("%s: %w", a.Kind, err)
+	}
+	return nil
+}
+
+// ValidateBatch validates every action of a batch, and the batch's length.
+// An error names the action: "action 3 (click): at is required".
+func ValidateBatch(batch []Action, l Limits) error {
+	l = l.orDefaults()
+	switch {
+	case len(batch) == 0:
+		return invalidf("empty batch")
+	case len(batch) > l.MaxBatch:
+		return invalidf("batch has %d actions, the limit is %d", len(batch), l.MaxBatch)
+	}
+	for i, a := range batch {
+		if err := a.validate(l); err != nil {
+			return fmt.Errorf("action %d (%s): %w", i, a.Kind, err)
+		}
+	}
+	return nil
+}
+
+// fields is a set of Action fields, to say which ones a kind uses.
+type fields uint16
+
+const (
+	fAt fields = 1 << iota
+	fPath
+	fButton
+	fModifiers
+	fDelta
+	fText
+	fKeys
+	fDuration
+	fRegion
+	fURL
+)
+
+var fieldNames = [...]string{"at", "path", "button", "modifiers", "dx/dy", "text", "keys", "duration", "region", "url"}
+
+var kindFields = [kindEnd]fields{
+	Click:       fAt | fButton | fModifiers,
+	DoubleClick: fAt | fButton | fModifiers,
+	TripleClick: fAt | fButton | fModifiers,
+	MouseDown:   fAt | fButton | fModifiers,
+	MouseUp:     fAt | fButton | fModifiers,
+	Move:        fAt | fModifiers,
+	Drag:        fPath | fButton | fModifiers,
+	Scroll:      fAt | fModifiers | fDelta,
+	Type:        fText,
+	Keypress:    fKeys,
+	HoldKey:     fKeys | fDuration,
+	Wait:        fDuration,
+	Zoom:        fRegion,
+	Navigate:    fURL,
+	// Screenshot, CursorPosition, GoBack and GoForward use no field.
+}
+
+// present returns the fields of a that are set.
+func (a Action) present() fields {
+	var f fields
+	set := func(b bool, x fields) {
+		if b {
+			f |= x
+		}
+	}
+	set(a.HasAt || a.At != Point{}, fAt)
+	set(len(a.Path) > 0, fPath)
+	set(a.Button != Left, fButton)
+	set(len(a.Modifiers) > 0, fModifiers)
+	set(a.DeltaX != 0 || a.DeltaY != 0, fDelta)
+	set(a.Text != "", fText)
+	set(len(a.Keys) > 0, fKeys)
+	set(a.Duration != 0, fDuration)
+	set(a.Region != Rect{}, fRegion)
+	set(a.URL != "", fURL)
+	return f
+}
+
+func (a Action) validate(l Limits) error {
+	if a.Kind == KindInvalid || a.Kind >= kindEnd {
+		return invalidf("unknown kind")
+	}
+	if extra := a.present() &^ kindFields[a.Kind]; extra != 0 {
+		for i, name := range fieldNames {
+			if extra&(1<<i) != 0 {
+				return invalidf("%s is not used by %s", name, a.Kind)
+			}
+		}
+	}
+	uses := kindFields[a.Kind]
+	if uses&fAt != 0 {
+		switch {
+		case !a.HasAt && a.At != Point{}:
+			return invalidf("at %v is set but has_at is false", a.At)
+		case !a.HasAt && a.Kind == Move:
+			return invalidf("at is required")
+		case !finite(a.At):
+			return invalidf("at %v is not a finite point", a.At)
+		}
+	}
+	if a.Kind == Drag {
+		if len(a.Path) < 2 {
+			return invalidf("path needs at least 2 points, it has %d", len(a.Path))
+		}
+		if len(a.Path) > l.MaxPath {
+			return invalidf("path has %d points, the limit is %d", len(a.Path), l.MaxPath)
+		}
+		for i, p := range a.Path {
+			if !finite(p) {
+				return invalidf("path[%d] %v is not a finite point", i, p)
+			}
+		}
+	}
+	if uses&fButton != 0 && a.Button > Forward {
+		return invalidf("unknown button %v", a.Button)
+	}
+	if len(a.Modifiers) > 0 {
+		if err := checkChord(a.Modifiers, true); err != nil {
+			return fmt.Errorf("modifiers: %w", err)
+		}
+	}
+	if a.Kind == Scroll {
+		switch {
+		case math.IsNaN(a.DeltaX) || math.IsInf(a.DeltaX, 0) || math.IsNaN(a.DeltaY) || math.IsInf(a.DeltaY, 0):
+			return invalidf("scroll delta (%g,%g) is not finite", a.DeltaX, a.DeltaY)
+		case a.DeltaX == 0 && a.DeltaY == 0:
+			return invalidf("dx and dy are both zero")
+		}
+	}
+	if uses&fKeys != 0 {
+		if len(a.Keys) == 0 {
+			return invalidf("keys are empty")
+		}
+		if err := checkChord(a.Keys, false); err != nil {
+			return fmt.Errorf("keys: %w", err)
+		}
+	}
+	if uses&fDuration != 0 {
+		switch {
+		case a.Duration < 0:
+			return invalidf("duration %v is negative", a.Duration)
+		case a.Duration == 0 && a.Kind == HoldKey:
+			return invalidf("duration is required")
+		case a.Duration > l.MaxDuration:
+			return invalidf("duration %v is over the limit of %v", a.Duration, l.MaxDuration)
+		}
+	}
+	if a.Kind == Type {
+		switch {
+		case a.Text == "":
+			return invalidf("text is empty")
+		case len(a.Text) > l.MaxText:
+			return invalidf("text is %d bytes, the limit is %d", len(a.Text), l.MaxText)
+		case !utf8.ValidString(a.Text):
+			return invalidf("text is not valid UTF-8")
+		}
+	}
+	if a.Kind == Zoom {
+		switch {
+		case !finite(a.Region.Min) || !finite(a.Region.Max):
+			return invalidf("region %v is not finite", a.Region)
+		case a.Region.Empty():
+			return invalidf("region %v is empty", a.Region)
+		}
+	}
+	if a.Kind == Navigate {
+		return checkURL(a.URL, l.MaxURL)
+	}
+	return nil
+}
+
+func checkURL(s string, limit int) error {
+	switch {
+	case s == "":
+		return invalidf("url is required")
+	case len(s) > limit:
+		return invalidf("url is %d bytes, the limit is %d", len(s), limit)
+	case s == "about:blank":
+		return nil
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return invalidf("url %q does not parse", clip(s))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return invalidf("url %q: want an absolute http or https URL, or about:blank", clip(s))
+	case u.Hostname() == "":
+		return invalidf("url %q has no host", clip(s))
+	}
+	return nil
+}
+
+func finite(p Point) bool {
+	return !math.IsNaN(p.X) && !math.IsInf(p.X, 0) && !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0)
+}
+
+// reasonError is an error whose text is the reason alone, "text is empty",
+// and which matches its sentinel (ErrInvalid, ErrNotAllowed) with errors.Is.
+// Its text goes back to the model, so it does not repeat the sentinel's.
+type reasonError struct {
+	msg      string
+	sentinel error
+}
+
+func (e *reasonError) Error() string { return e.msg }
+func (e *reasonError) Unwrap() error { return e.sentinel }
+
+func invalidf(format string, args ...any) error {
+	return &reasonError{fmt.Sprintf(format, args...), ErrInvalid}
+}
+
+func notAllowedf(format string, args ...any) error {
+	return &reasonError{fmt.Sprintf(format, args...), ErrNotAllowed}
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
