@@ -1,0 +1,35 @@
+.DEFAULT_GOAL := help
+GO ?= go
+BIN := bin/spotter
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+deps: ## install what is missing (Debian's chromium and fonts); idempotent
+	@./.ci/deps
+
+build: ## build bin/spotter
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/spotter
+
+demo: deps build ## run the example task on the built-in demo app and print where the report is
+	@rm -rf runs/demo
+	./$(BIN) run examples/demo.yaml --out runs/demo
+
+test: deps ## vet, unit tests with -race, then every test against a real Chromium
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+	SPOTTER_INTEGRATION=1 $(GO) test -count=1 -timeout 15m ./...
+
+bench: deps ## the step benchmark on a real Chromium
+	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchtime 60x ./screen/cdp/
+
+fuzz: ## run each fuzz target for 30s
+	@for p in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 30s $$p || exit 1; done; done
+
+clean: ## remove build output and demo runs
+	rm -rf bin runs
+
+.PHONY: help deps build demo test bench fuzz clean

@@ -1,0 +1,206 @@
+// Command spotter is the computer-use harness: it lets a model drive a real
+// browser through validated, policy-checked actions.
+//
+//	spotter version
+//	spotter run TASK.yaml [--out DIR] [--browser PATH]
+//	spotter run --provider P --model M --task "..." [--start-url U]
+//
+// Provider keys and endpoints come from the environment: ANTHROPIC_API_KEY,
+// OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, and the providers' base-URL
+// variables (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL).
+//
+// Exit codes: 0 the run succeeded, 1 it ran but did not succeed, 2 it could
+// not run (bad flags, bad task file, no browser).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spotter-harness/spotter/internal/runner"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `spotter is a computer-use harness: a model proposes UI actions, Spotter disposes.
+
+Usage:
+  spotter version                              print the version
+  spotter run TASK.yaml [--out DIR] [--browser PATH]
+                                               run a task file and write its trace and report
+  spotter run --provider P --model M --task "..." [--start-url U]
+                                               run a one-off task with a real model
+
+Run 'spotter run -h' for the flags of run.
+`
+
+// exitError carries the process exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err == nil {
+		return
+	}
+	code := 2
+	var ee exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "spotter:", err)
+	}
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError{2, errors.New("no command given")}
+	}
+	switch args[0] {
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "spotter", versionString())
+		return nil
+	case "run":
+		return runTask(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return exitError{2, fmt.Errorf("unknown command %q", args[0])}
+}
+
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "output directory (default runs/NAME-TIME)")
+	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
+	verbose := fs.Bool("v", false, "log progress to stderr")
+	provider := fs.String("provider", "", "model provider: "+strings.Join(runner.Providers[1:], ", ")+" (overrides the task file's)")
+	modelName := fs.String("model", "", "the provider's model name (default: the adapter's)")
+	taskText := fs.String("task", "", "what the model should do (a one-off task without a task file)")
+	startURL := fs.String("start-url", "about:blank", "where a one-off task starts")
+	maxSteps := fs.Int("max-steps", 0, "step cap (default: the task file's, or 50)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: spotter run TASK.yaml [flags]\n       spotter run --provider P --model M --task \"...\" [--start-url U] [flags]")
+		fs.PrintDefaults()
+	}
+	// Accept flags before and after the task file.
+	if err := fs.Parse(args); err != nil {
+		return exitError{2, err}
+	}
+	var file string
+	if rest := fs.Args(); len(rest) > 0 {
+		file = rest[0]
+		if err := fs.Parse(rest[1:]); err != nil {
+			return exitError{2, err}
+		}
+		if fs.NArg() > 0 {
+			return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+		}
+	}
+
+	var t runner.Task
+	var err error
+	switch {
+	case file != "" && *taskText != "":
+		return exitError{2, errors.New("give a task file or --task, not both")}
+	case file != "":
+		t, err = runner.Load(file)
+	case *taskText != "":
+		t, err = runner.OneOff(*taskText, *startURL, *provider, *modelName)
+	default:
+		fs.Usage()
+		return exitError{2, errors.New("run needs a task file or --task")}
+	}
+	if err != nil {
+		return exitError{2, err}
+	}
+	if *provider != "" {
+		t.Model.Provider, t.Model.Name = *provider, *modelName
+	}
+	if *maxSteps > 0 {
+		t.MaxSteps = *maxSteps
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("runs", t.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	res, err := runner.Run(ctx, t, runner.Options{Out: dir, Browser: *browser, Logger: log, Getenv: os.Getenv})
+	if err != nil {
+		return exitError{2, err}
+	}
+	o := res.Outcome
+	fmt.Fprintf(stdout, "task:    %s\n", res.Task)
+	fmt.Fprintf(stdout, "outcome: %s after %d steps, %d calls (%d failed), %s\n", o.Stop, o.Steps, o.Calls, o.Failed, o.Elapsed.Round(time.Millisecond))
+	if o.Err != "" {
+		fmt.Fprintf(stdout, "error:   %s\n", o.Err)
+	}
+	if o.Text != "" {
+		fmt.Fprintf(stdout, "model:   %s\n", oneLine(o.Text, 200))
+	}
+	if res.Demo != nil {
+		fmt.Fprintf(stdout, "demo:    %d of %d stages completed", len(res.Demo.Completed), len(res.Demo.Completed)+len(res.Demo.Missing))
+		if len(res.Demo.Missing) > 0 {
+			fmt.Fprintf(stdout, " (missing: %v)", res.Demo.Missing)
+		}
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintf(stdout, "trace:   %s\n", res.Trace)
+	if res.Report != "" {
+		fmt.Fprintf(stdout, "report:  %s\n", res.Report)
+	}
+	if !res.OK {
+		return exitError{1, fmt.Errorf("the run did not succeed: %s", o.Stop)}
+	}
+	if res.Demo != nil && len(res.Demo.Missing) > 0 {
+		return exitError{1, fmt.Errorf("the demo run missed stages %v", res.Demo.Missing)}
+	}
+	return nil
+}
+
+// oneLine shortens s to one line of at most n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

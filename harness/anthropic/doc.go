@@ -1,0 +1,40 @@
+// Package anthropic is Spotter's adapter for Anthropic's Messages API and its
+// computer tool. A Model implements harness.Model: it declares the computer
+// tool in the version the model was trained on (computer_20241022,
+// computer_20250124 or computer_20251124, with its beta header), keeps the
+// conversation, decodes each tool_use block into canonical actions in the
+// sent image's pixels (screen.Image), and answers the loop's results with one
+// tool_result per tool_use id, the screenshot paired to it.
+//
+// Choices this package makes, in one place:
+//
+//   - The tool version comes from a table of model families (ToolVersionFor);
+//     Config.Tool overrides it. An unknown model gets the newest version.
+//   - display_width_px and display_height_px are Config.Display, the size of
+//     the image actually sent. A screenshot of any other size is refused
+//     (ErrDisplaySize), because the model would answer in the wrong space.
+//   - computer_20241022 clicks act at the cursor: they decode without a
+//     point (Action.HasAt false) unless the model gives a coordinate anyway.
+//     Its left_click_drag goes from the cursor to coordinate; the adapter
+//     tracks where its own actions left the pointer (and what
+//     cursor_position reported), and a drag whose start is unknown is a
+//     decode error that asks the model to move the mouse first.
+//   - Each version decodes only its own actions; unknown actions and calls
+//     of undeclared tools come back as Calls with DecodeErr, never dropped.
+//   - scroll_amount counts wheel clicks; one click is PixelsPerScrollClick
+//     (53) image pixels, what Chromium on Linux scrolls per wheel notch.
+//   - Modifiers held during a click or scroll come from "text" (never from a
+//     "key" field).
+//   - A turn that stopped at max_tokens never runs: every call in it comes
+//     back with DecodeErr wrapping ErrTruncated.
+//   - pause_turn is handled inside Next by re-sending the paused turn up to
+//     Config.MaxPauses times; after that Next returns StopPause and the next
+//     call with an empty Input resumes.
+//   - A refused turn (stop_reason "refusal") is dropped from the
+//     conversation, as Anthropic advises, and its calls are not returned.
+//   - A failed call is answered with is_error and text; its screenshot is
+//     attached only when some of its actions ran (the screen may have
+//     changed), so a call that never ran costs no image tokens.
+//   - Prompt caching: cache_control on the tool, on the system prompt, and on
+//     the last block of the newest user message.
+package anthropic

@@ -1,0 +1,56 @@
+// Package gemini is Spotter's model adapter for Gemini computer use, through
+// the official SDK (google.golang.org/genai) and the generateContent REST API.
+//
+// A Model declares the computer_use tool (environment ENVIRONMENT_BROWSER by
+// default, with excluded predefined functions) and any ordinary functions of
+// Config.Custom, keeps the conversation (the model's contents are echoed back
+// exactly as received, so function call ids and thought signatures survive),
+// and decodes every functionCall into a harness.Call of canonical actions.
+//
+// Coordinates are integers on Gemini's 1000x1000 grid, 0..999, so every Call
+// has Space screen.Grid1000: package screen maps them to pixels. Scroll
+// magnitudes are in the same grid units and go into DeltaX/DeltaY unchanged.
+//
+// Gemini has two families of predefined functions (FunctionSet), picked by
+// model name (FunctionSetFor) or by Config.Functions:
+//
+//	legacy (2.5 Computer Use, 3 Flash)  open_web_browser, click_at, hover_at, type_text_at, scroll_document,
+//	                                    scroll_at, wait_5_seconds, go_back, go_forward, search, navigate,
+//	                                    key_combination, drag_and_drop
+//	3.5                                 click, double_click, triple_click, middle_click, right_click, mouse_down,
+//	                                    mouse_up, move, type, drag_and_drop, wait, press_key, key_down, key_up,
+//	                                    hotkey, take_screenshot, scroll, go_back, go_forward, navigate
+//
+// key_down and key_up have no canonical action (a key cannot stay held
+// between calls, and HoldKey needs a duration), so they are always in
+// excluded_predefined_functions and a call to them is a DecodeErr that tells
+// the model to use hotkey or press_key instead.
+//
+// Each Result becomes a functionResponse with the call's id and name, a
+// response object and the screenshot as an inline part:
+//
+//	{"functionResponse": {"id": ..., "name": ..., "response": {"url": ..., "error"?: ..., "notes"?: [...],
+//	  "safety_acknowledgement"?: "true"}, "parts": [{"inlineData": {"mimeType": "image/png", "data": ...}}]}}
+//
+// Notes and the screenshot's Events go in response.notes; a cursor position
+// (only a Config.Custom function can ask for one) in response.cursor, in
+// grid units; a zoom image follows the screenshot in parts. A failed call
+// still carries its screenshot; its error text goes in response.error. All responses to one turn travel in one user content. A
+// call with args.safety_decision becomes a harness.SafetyCheck whose ID is
+// the call's ID; its response says safety_acknowledgement "true" only when
+// the Result lists the check in Acknowledged. The API may reject a
+// conversation that leaves a safety decision unacknowledged, so a loop
+// should end the session after a human denies one (the reference
+// implementation does).
+//
+// The 3.5 set's per-call "intent" argument is not decoded; it stays in
+// Call.Raw for the trace. A call with no id gets a synthetic Call.ID
+// ("gemini-call-N") and its response carries no id, as it came.
+//
+// Usage comes from usageMetadata; CostUSD is an estimate from a small price
+// table. The SDK's own retry ignores Retry-After, so the Model retries 408,
+// 429 and 5xx responses itself, honouring Retry-After and Google's RetryInfo.
+// The wire uses the REST API's camelCase names (computerUse,
+// excludedPredefinedFunctions, functionResponse, thoughtSignature); the API
+// accepts them as it accepts the snake_case ones.
+package gemini

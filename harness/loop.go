@@ -1,0 +1,542 @@
+// Package harness is Spotter's screenshot-action loop: it sends the model a
+// screenshot, takes the calls the model proposes, validates them against the
+// action limits and the Policy, maps their coordinates with the geometry of the
+// screenshot the model saw, performs them on a Display, and answers every call
+// with a fresh screenshot paired to the call's id. It repeats until the model
+// stops or a guardrail fires (step cap, repeat detection, a dead display).
+//
+// The loop knows no provider, browser or HTTP type: providers implement Model
+// (harness/script, harness/anthropic, ...), displays implement Display
+// (screen/cdp, ...), and a human's say comes through Approver.
+package harness
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// Sentinel errors. The loop reports them inside Results and Outcomes.
+var (
+	// ErrDenied marks a call a human (or the default policy) refused.
+	ErrDenied = errors.New("denied")
+	// ErrStaleFrame marks a call that referred to an older screenshot while
+	// Config.RejectStale is set.
+	ErrStaleFrame = errors.New("refers to an older screenshot")
+	// ErrUnknownFrame marks a call that referred to a screenshot the loop
+	// never sent.
+	ErrUnknownFrame = errors.New("unknown screenshot")
+	// ErrTruncated marks calls of a turn that the provider cut short.
+	ErrTruncated = errors.New("tool call truncated by max_tokens; not executed")
+)
+
+// An Approver blocks until a human allows a request (nil) or refuses it
+// (an error wrapping ErrDenied with the reason the model should see).
+type Approver interface {
+	Approve(ctx context.Context, r ApprovalRequest) error
+}
+
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc func(context.Context, ApprovalRequest) error
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, r ApprovalRequest) error { return f(ctx, r) }
+
+// ApprovalRequest is what a human sees when deciding.
+type ApprovalRequest struct {
+	CallID       string
+	Index        int            // index of Action in the call's batch; -1 for the call's safety checks
+	Action       actions.Action // in model coordinates
+	Mapped       *screen.Mapped // in CSS pixels; nil for actions without coordinates
+	Frame        screen.Frame   // the screenshot the model saw
+	SafetyChecks []SafetyCheck  // provider-raised checks, for Index -1
+	ModelText    string         // the model's own words for this turn
+}
+
+// Config configures one run. Zero values are documented defaults.
+type Config struct {
+	Model   Model   // required
+	Display Display // required
+	Task    string  // what the model is asked to do
+
+	Policy actions.Policy // the zero Policy allows only screenshots
+	Limits actions.Limits // zero: actions' defaults
+
+	// Capture says what the model is sent after each call: Size is the
+	// image size under the model's size rule (zero: the viewport's CSS
+	// size), Format PNG or JPEG.
+	Capture screen.CaptureOptions
+	// ZoomMax caps the size of a zoom capture (zero: Capture.Size's long
+	// edge, or 1568 when that is unset).
+	ZoomMax int
+
+	MaxSteps int // model turns; default 50
+
+	// RepeatWarn and RepeatStop bound repeated identical calls: at
+	// RepeatWarn identical calls in a row the model is told, at RepeatStop
+	// the run stops with StopRepeat. Defaults 3 and 5.
+	RepeatWarn, RepeatStop int
+
+	// RejectStale refuses calls that refer to an older screenshot instead
+	// of only flagging them.
+	RejectStale bool
+
+	// ActionTimeout bounds one action on the display, plus its own
+	// duration for hold_key. Default 15s.
+	ActionTimeout time.Duration
+
+	// Approver, when set, is asked before each action runs and for every
+	// provider safety check. When nil, actions run once the Policy allows
+	// them and provider safety checks are denied.
+	Approver Approver
+
+	Trace     *trace.Writer // nil: no trace
+	ModelName string        // provider and model, for the trace
+	Logger    *slog.Logger  // nil: slog.Default()
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Stop    StopReason    `json:"stop"`
+	Steps   int           `json:"steps"`
+	Text    string        `json:"text,omitempty"` // the model's last words
+	Err     string        `json:"error,omitempty"`
+	Calls   int           `json:"calls"`
+	Failed  int           `json:"failed_calls"` // calls answered with an error result
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Usage   Usage         `json:"usage"`
+}
+
+// OK reports whether the model ended the run itself.
+func (o Outcome) OK() bool { return o.Stop == StopEndTurn }
+
+// Run drives cfg.Model on cfg.Display until the model stops, a guardrail
+// fires, or ctx is done. It blocks for the whole run. Failures of single
+// calls go back to the model as data; Run returns an error only for a
+// misconfiguration, and reports everything else in the Outcome.
+func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	if cfg.Model == nil || cfg.Display == nil {
+		return Outcome{}, errors.New("harness: Config needs a Model and a Display")
+	}
+	l := &loop{
+		cfg:        cfg,
+		log:        cmp.Or(cfg.Logger, slog.Default()),
+		maxSteps:   cmp.Or(cfg.MaxSteps, 50),
+		repeatWarn: cmp.Or(cfg.RepeatWarn, 3),
+		repeatStop: cmp.Or(cfg.RepeatStop, 5),
+		actTimeout: cmp.Or(cfg.ActionTimeout, 15*time.Second),
+		frames:     map[string]screen.Frame{},
+	}
+	start := time.Now()
+	out := l.run(ctx)
+	out.Elapsed = time.Since(start)
+	out.Steps = l.steps
+	out.Calls, out.Failed, out.Usage = l.calls, l.failed, l.usage
+	l.record(trace.Event{Type: trace.TypeRunEnd, Stop: string(out.Stop), Error: out.Err, Text: out.Text,
+		Elapsed: out.Elapsed, Step: out.Steps})
+	return out, nil
+}
+
+type loop struct {
+	cfg        Config
+	log        *slog.Logger
+	maxSteps   int
+	repeatWarn int
+	repeatStop int
+	actTimeout time.Duration
+
+	steps, calls, failed int
+	usage                Usage
+
+	frames   map[string]screen.Frame // every frame sent to the model, by id
+	latest   screen.Frame            // the latest full (unzoomed) frame sent
+	cursor   *actions.Point          // last pointer position, CSS px
+	lastKey  string                  // repeat detection: the previous call's key
+	repeats  int                     // how many times in a row lastKey was seen
+	traceErr error                   // sticky: a trace that cannot be written stops the run
+}
+
+func (l *loop) run(ctx context.Context) Outcome {
+	shot, name, err := l.capture(ctx)
+	if err != nil {
+		l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Error: err.Error()})
+		return Outcome{Stop: StopError, Err: fmt.Sprintf("first screenshot: %v", err)}
+	}
+	l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Shot: name, Frame: shot.Frame})
+	in := Input{Task: l.cfg.Task, Shot: &shot}
+	for {
+		if err := ctx.Err(); err != nil {
+			return Outcome{Stop: StopError, Err: context.Cause(ctx).Error()}
+		}
+		if l.traceErr != nil {
+			return Outcome{Stop: StopError, Err: fmt.Sprintf("trace: %v", l.traceErr)}
+		}
+		if l.steps >= l.maxSteps {
+			return Outcome{Stop: StopMaxSteps, Err: fmt.Sprintf("step cap of %d reached", l.maxSteps)}
+		}
+		l.steps++
+		t0 := time.Now()
+		turn, err := l.cfg.Model.Next(ctx, in)
+		if err != nil {
+			l.record(trace.Event{Type: trace.TypeError, Step: l.steps, Error: err.Error()})
+			return Outcome{Stop: StopError, Err: fmt.Sprintf("model: %v", err)}
+		}
+		l.addUsage(turn.Usage)
+		l.record(trace.Event{Type: trace.TypeModelTurn, Step: l.steps, Text: turn.Text, Stop: string(turn.Stop),
+			Usage: trace.Usage(turn.Usage), Elapsed: time.Since(t0)})
+		if len(turn.Calls) == 0 {
+			stop := cmp.Or(turn.Stop, StopEndTurn)
+			if stop == StopToolUse { // a tool_use turn with no calls: nothing to answer
+				stop = StopEndTurn
+			}
+			return Outcome{Stop: stop, Text: turn.Text}
+		}
+		results := make([]Result, 0, len(turn.Calls))
+		for _, c := range turn.Calls {
+			r, stop := l.call(ctx, turn, c)
+			results = append(results, r)
+			if stop != "" {
+				return Outcome{Stop: stop, Text: turn.Text, Err: errString(r.Err)}
+			}
+		}
+		if err := l.goneErr(results); err != nil {
+			return Outcome{Stop: StopError, Err: err.Error()}
+		}
+		in = Input{Results: results}
+	}
+}
+
+// call answers one call. A non-empty StopReason ends the run.
+func (l *loop) call(ctx context.Context, turn Turn, c Call) (Result, StopReason) {
+	l.calls++
+	t0 := time.Now()
+	r := Result{CallID: c.ID}
+	ce := trace.Event{Type: trace.TypeCall, Step: l.steps, CallID: c.ID, Name: c.Name, FrameID: c.FrameID,
+		Space: c.Space, Raw: validJSON(c.Raw)}
+	if c.DecodeErr != nil {
+		ce.Error = c.DecodeErr.Error()
+	}
+	l.record(ce)
+
+	stop := l.countRepeat(c)
+	switch {
+	case stop:
+		r.Err = fmt.Errorf("the same call was repeated %d times in a row; the run is stopped", l.repeats)
+		l.finish(&r, t0, "")
+		return r, StopRepeat
+	case l.repeats >= l.repeatWarn:
+		r.Notes = append(r.Notes, fmt.Sprintf("You have sent this exact call %d times in a row. If the screen is not changing, try something else.", l.repeats))
+	}
+
+	r.Err = l.execute(ctx, turn, c, &r)
+	if r.Err != nil {
+		l.failed++
+	}
+	// Every result carries a fresh screenshot, whatever happened above.
+	shot, name, err := l.capture(ctx)
+	if err != nil {
+		r.Err = errors.Join(r.Err, fmt.Errorf("screenshot after the call: %w", err))
+	} else {
+		r.Shot = &shot
+		r.Notes = append(r.Notes, shot.Events...)
+		if shot.Frame.Settle.TimedOut {
+			r.Notes = append(r.Notes, fmt.Sprintf("The page had not settled after %v (%s); the screenshot may show it mid-change.",
+				shot.Frame.Settle.Waited.Round(time.Millisecond), shot.Frame.Settle.Reason))
+		}
+	}
+	l.finish(&r, t0, name)
+	return r, ""
+}
+
+// finish records r; shot is the trace file of r.Shot.
+func (l *loop) finish(r *Result, t0 time.Time, shot string) {
+	r.Elapsed = time.Since(t0)
+	e := trace.Event{Type: trace.TypeResult, Step: l.steps, CallID: r.CallID, Ran: r.Ran, Error: errString(r.Err),
+		Notes: r.Notes, Elapsed: r.Elapsed}
+	if r.Shot != nil {
+		e.FrameID, e.Frame, e.Shot = r.Shot.Frame.ID, r.Shot.Frame, shot
+	}
+	l.record(e)
+}
+
+// execute validates and performs c's batch, filling r. It returns why the
+// call failed, in words for the model, or nil.
+func (l *loop) execute(ctx context.Context, turn Turn, c Call, r *Result) error {
+	if c.DecodeErr != nil {
+		return fmt.Errorf("could not decode the call: %w", c.DecodeErr)
+	}
+	if turn.Stop == StopMaxTokens {
+		return ErrTruncated
+	}
+	frame, err := l.frameFor(c, r)
+	if err != nil {
+		return err
+	}
+	if err := actions.ValidateBatch(c.Actions, l.cfg.Limits); err != nil {
+		return err
+	}
+	if err := l.cfg.Policy.CheckBatch(c.Actions); err != nil {
+		return err
+	}
+	if len(c.SafetyChecks) > 0 {
+		if l.cfg.Approver == nil {
+			return fmt.Errorf("%w: the provider's safety checks (%s) need a human's approval, and this run has no approver", ErrDenied, checkCodes(c.SafetyChecks))
+		}
+		err := l.cfg.Approver.Approve(ctx, ApprovalRequest{CallID: c.ID, Index: -1, Frame: frame,
+			SafetyChecks: c.SafetyChecks, ModelText: turn.Text})
+		if err != nil {
+			return fmt.Errorf("safety checks (%s): %w", checkCodes(c.SafetyChecks), err)
+		}
+		r.Acknowledged = c.SafetyChecks
+	}
+	for i, a := range c.Actions {
+		if err := l.act(ctx, turn, c, i, a, frame, r); err != nil {
+			return fmt.Errorf("action %d (%s): %w", i, a.Kind, err)
+		}
+		r.Ran++
+	}
+	return nil
+}
+
+// frameFor returns the frame c's coordinates refer to, and flags an old one.
+func (l *loop) frameFor(c Call, r *Result) (screen.Frame, error) {
+	if c.FrameID == "" || c.FrameID == l.latest.ID {
+		return l.latest, nil
+	}
+	f, ok := l.frames[c.FrameID]
+	if !ok {
+		return screen.Frame{}, fmt.Errorf("%w %q", ErrUnknownFrame, c.FrameID)
+	}
+	if f.Zoomed() {
+		return f, nil // coordinates in a zoom image map into its region
+	}
+	if l.cfg.RejectStale {
+		return screen.Frame{}, fmt.Errorf("%w: the call refers to screenshot %s but %s is the latest", ErrStaleFrame, f.ID, l.latest.ID)
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("This call refers to screenshot %s, but %s is the latest; its coordinates were mapped with %s's geometry.", f.ID, l.latest.ID, f.ID))
+	return f, nil
+}
+
+// act runs one action of a batch.
+func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Action, frame screen.Frame, r *Result) error {
+	m, err := frame.Map(a, c.Space)
+	if err != nil {
+		return err
+	}
+	ev := trace.Event{Type: trace.TypeAction, Step: l.steps, CallID: c.ID, Index: i, FrameID: frame.ID,
+		Frame: frame, Action: a, Mapped: m, Stale: frame.ID != l.latest.ID && !frame.Zoomed()}
+	t0 := time.Now()
+	defer func() { ev.Elapsed = time.Since(t0); l.record(ev) }()
+
+	if l.cfg.Approver != nil {
+		req := ApprovalRequest{CallID: c.ID, Index: i, Action: a, Frame: frame, ModelText: turn.Text}
+		if a.Kind.IsPointer() {
+			req.Mapped = &m
+		}
+		if err := l.cfg.Approver.Approve(ctx, req); err != nil {
+			ev.Error = err.Error()
+			return err
+		}
+	}
+
+	switch a.Kind {
+	case actions.Screenshot:
+		// The fresh screenshot after the batch answers it.
+	case actions.Wait:
+		err = sleep(ctx, a.Duration)
+	case actions.CursorPosition:
+		if l.cursor == nil {
+			err = errors.New("the pointer has not been moved yet")
+			break
+		}
+		p := l.latest.FromCSS(*l.cursor)
+		r.Cursor = &p
+	case actions.Zoom:
+		var shot screen.Shot
+		shot, err = l.zoom(ctx, m.Region)
+		if err == nil {
+			r.Zoom = &shot
+		}
+	default:
+		actx, cancel := context.WithTimeout(ctx, l.actTimeout+a.Duration)
+		err = l.cfg.Display.Perform(actx, m)
+		cancel()
+		if err == nil {
+			l.trackCursor(m)
+		}
+	}
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	return err
+}
+
+func (l *loop) trackCursor(m screen.Mapped) {
+	switch {
+	case m.Kind == actions.Drag && len(m.Path) > 0:
+		p := m.Path[len(m.Path)-1]
+		l.cursor = &p
+	case m.Kind.IsPointer() && m.HasAt:
+		p := m.At
+		l.cursor = &p
+	}
+}
+
+// capture takes the screenshot the model is sent next, remembers its frame
+// and saves it to the trace, returning the trace file name.
+func (l *loop) capture(ctx context.Context) (screen.Shot, string, error) {
+	shot, err := l.cfg.Display.Capture(ctx, l.cfg.Capture)
+	if err != nil {
+		return screen.Shot{}, "", err
+	}
+	l.frames[shot.Frame.ID] = shot.Frame
+	l.latest = shot.Frame
+	return shot, l.saveShot(shot), nil
+}
+
+// zoom captures region (CSS px) at full resolution, capped at ZoomMax.
+func (l *loop) zoom(ctx context.Context, region actions.Rect) (screen.Shot, error) {
+	dpr := cmp.Or(l.latest.DPR, 1)
+	full := screen.Size{W: int(region.Dx() * dpr), H: int(region.Dy() * dpr)}
+	limit := l.cfg.ZoomMax
+	if limit == 0 {
+		limit = cmp.Or(max(l.cfg.Capture.Size.W, l.cfg.Capture.Size.H), 1568)
+	}
+	o := l.cfg.Capture
+	o.Region = region
+	o.Size = fitLongEdge(full, limit)
+	shot, err := l.cfg.Display.Capture(ctx, o)
+	if err != nil {
+		return screen.Shot{}, err
+	}
+	l.frames[shot.Frame.ID] = shot.Frame
+	if name := l.saveShot(shot); name != "" {
+		l.record(trace.Event{Type: trace.TypeNote, Step: l.steps, Text: "zoom capture " + shot.Frame.ID,
+			FrameID: shot.Frame.ID, Frame: shot.Frame, Shot: name})
+	}
+	return shot, nil
+}
+
+func fitLongEdge(s screen.Size, limit int) screen.Size {
+	long := max(s.W, s.H)
+	if long <= limit || long == 0 {
+		return screen.Size{W: max(s.W, 1), H: max(s.H, 1)}
+	}
+	return screen.Size{W: max(s.W*limit/long, 1), H: max(s.H*limit/long, 1)}
+}
+
+// countRepeat updates repeat detection with c and reports whether the run
+// must stop.
+func (l *loop) countRepeat(c Call) bool {
+	key := callKey(c)
+	if key == l.lastKey {
+		l.repeats++
+	} else {
+		l.lastKey, l.repeats = key, 1
+	}
+	return l.repeats >= l.repeatStop
+}
+
+// callKey identifies a call by its name and arguments, not its id.
+func callKey(c Call) string {
+	var b bytes.Buffer
+	b.WriteString(c.Name)
+	b.WriteByte(0)
+	if c.DecodeErr != nil {
+		b.Write(c.Raw)
+	} else if err := json.NewEncoder(&b).Encode(c.Actions); err != nil {
+		b.Write(c.Raw)
+	}
+	return b.String()
+}
+
+// goneErr reports a display that died during the turn: the results already
+// tell the model, and there is no display left to continue on.
+func (l *loop) goneErr(rs []Result) error {
+	for _, r := range rs {
+		if r.Shot == nil && errors.Is(r.Err, screen.ErrGone) {
+			return fmt.Errorf("display: %w", r.Err)
+		}
+	}
+	return nil
+}
+
+func (l *loop) addUsage(u Usage) {
+	l.usage.InputTokens += u.InputTokens
+	l.usage.OutputTokens += u.OutputTokens
+	l.usage.CachedTokens += u.CachedTokens
+	l.usage.CostUSD += u.CostUSD
+}
+
+func (l *loop) record(e trace.Event) {
+	if l.cfg.Trace == nil || l.traceErr != nil {
+		return
+	}
+	if err := l.cfg.Trace.Write(e); err != nil {
+		l.traceErr = err
+		l.log.Error("trace write failed; stopping the run", "err", err)
+	}
+}
+
+// saveShot writes s to the trace and returns its file name, or "" when
+// there is no trace or it failed (which stops the run).
+func (l *loop) saveShot(s screen.Shot) string {
+	if l.cfg.Trace == nil || l.traceErr != nil {
+		return ""
+	}
+	name, err := l.cfg.Trace.WriteShot(s)
+	if err != nil {
+		l.traceErr = err
+		l.log.Error("trace screenshot failed; stopping the run", "err", err)
+		return ""
+	}
+	return name
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func checkCodes(cs []SafetyCheck) string {
+	var b bytes.Buffer
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(cmp.Or(c.Code, c.ID))
+	}
+	return b.String()
+}
+
+// validJSON returns raw if it is valid JSON, or raw as a JSON string, so a
+// malformed call still reaches the trace.
+func validJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,89 @@
+// Package openai adapts OpenAI's Responses API computer tool to Spotter's
+// harness.Model, using the official openai-go/v3 SDK.
+//
+// # Tools and actions
+//
+// Two tool versions exist, picked by model name (Config.Tool overrides):
+//
+//   - ToolPreview, for "computer-use-preview...": the tool
+//     {"type":"computer_use_preview","display_width","display_height","environment"}
+//     and one "action" per computer_call.
+//   - ToolGA, for every other model: the tool {"type":"computer"} with no
+//     display size (the model takes it from the screenshots) and an
+//     "actions" batch per computer_call. A legacy "action" is read when
+//     "actions" is absent.
+//
+// DecodeAction and DecodeActions turn OpenAI action objects into canonical
+// actions in the sent image's pixels (screen.Image); they are independent
+// of the SDK, so scripts can replay OpenAI-shaped turns with them, and
+// EncodeAction is their inverse. Config.Functions can also declare Spotter
+// extension actions (navigate, go_back, zoom, ...) as ordinary function
+// tools: a function_call's arguments, a JSON string, are decoded as the
+// fields of the extension type of the same name.
+//
+// A call that cannot be decoded (bad JSON, unknown action type or
+// function, missing fields) is returned with Call.DecodeErr set, never
+// dropped; the loop answers it with an error result and the conversation
+// goes on. Calls are paired with their results by call_id, never by the
+// item id.
+//
+// # Results
+//
+// A computer_call is answered by a computer_call_output holding the fresh
+// screenshot as a data URL, the page URL as output.current_url (the
+// placement of OpenAI's reference agent; PROVIDERS.md marks it unverified,
+// and Model.computerOutput is the one place that decides it), and, in
+// acknowledged_safety_checks, only the pending checks listed in
+// Result.Acknowledged. computer_call_output has no field for text, so errors,
+// notes, the pointer position and display events of all the calls of a turn
+// follow the outputs as one user message, each line naming its call_id. The
+// screenshot is sent even for a failed call. A function_call is answered by
+// a function_call_output with a text part ("ok" or what failed) and an
+// image part (the zoomed image for zoom, else the fresh screenshot).
+//
+// # Conversation state: the full input on every request
+//
+// The Model keeps the conversation itself and sends all of it on every
+// request, with store=false and include=["reasoning.encrypted_content"] so
+// that reasoning items can be passed back without OpenAI storing anything.
+// It does not chain requests with previous_response_id, because:
+//
+//   - Zero data retention organizations cannot store responses, and
+//     previous_response_id needs stored ones (Config.Store turns storing on
+//     for those who want it, but state stays local).
+//   - Each request is self-contained, so a recorded request replays as is
+//     (cassettes, golden files), and what the model saw is exactly what the
+//     trace holds.
+//   - A session can resume after a crash from its own database without
+//     depending on OpenAI's retention of earlier responses.
+//   - Truncation stays in our hands: the preview model needs
+//     truncation="auto", which is sent for it; for GA models nothing is
+//     dropped silently, and Config.KeepScreenshots bounds the request size.
+//
+// The cost is payload size: every request carries every screenshot sent so
+// far (a 1280x800 PNG is roughly 100-400 KB of base64). Config.KeepScreenshots
+// replaces all but the newest screenshots with a blank image of the same
+// size, which keeps requests bounded, at the price of some prompt-cache hits
+// since the request prefix changes where a screenshot is blanked. OpenAI
+// caches request prefixes automatically; sending the conversation
+// unchanged turn after turn keeps the prefix stable, and
+// Config.PromptCacheKey can route a session to one cache.
+//
+// Output items, reasoning items in particular, are passed back unchanged:
+// the raw JSON received is sent again as an SDK param override, so every
+// field and value survives, including ones this SDK version does not know
+// (the JSON encoder only compacts whitespace and escapes <, > and &).
+//
+// # Transport
+//
+// All HTTP goes through Config.BaseURL with the SDK's client, which retries
+// connection errors, 408, 409, 429 and 5xx with exponential backoff and
+// honours Retry-After and Retry-After-Ms; Config.Timeout bounds each
+// attempt. The SDK's environment variables are not read here: cmd/ calls
+// ConfigFromEnv. API keys and image bytes are never logged.
+//
+// Usage per turn comes from the response; its cost is an estimate from a
+// small built-in price table (Config.Price overrides it).
+//
+// Package openaitest provides a scripted fake server for tests.
+package openai

@@ -1,0 +1,56 @@
+package runner
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spotter-harness/spotter/harness/trace"
+)
+
+// TestDemoTask runs examples/demo.yaml on a real Chromium: the demo app
+// itself must report every stage done, and the run must leave a trace, a
+// report and result.json.
+func TestDemoTask(t *testing.T) {
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("set SPOTTER_INTEGRATION=1 to run tests against a real Chromium")
+	}
+	task, err := Load("../../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := Run(t.Context(), task, Options{Out: out})
+	if err != nil {
+		t.Fatalf("Run() error = %v", err)
+	}
+	if !res.OK || res.Outcome.Failed != 0 {
+		t.Errorf("outcome = %+v, want end_turn with no failed calls", res.Outcome)
+	}
+	if res.Demo == nil || len(res.Demo.Missing) != 0 {
+		t.Errorf("demo state = %+v, want every stage completed", res.Demo)
+	}
+	if got := res.Demo.Completed["checkin"]; got != "Ada Lovelace" {
+		t.Errorf("checked-in name = %q, want %q (typed text must arrive exactly)", got, "Ada Lovelace")
+	}
+	var saved Result
+	b, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &saved); err != nil || saved.Outcome.Stop != res.Outcome.Stop {
+		t.Errorf("result.json = %s (err %v), want the run's outcome", b, err)
+	}
+	evs, err := trace.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots, _ := filepath.Glob(filepath.Join(out, trace.ShotsDir, "*"))
+	if len(evs) < 10 || len(shots) != res.Outcome.Calls+1 {
+		t.Errorf("trace has %d events and %d screenshots, want many events and one screenshot per call plus the first", len(evs), len(shots))
+	}
+	if fi, err := os.Stat(res.Report); err != nil || fi.Size() < 10000 {
+		t.Errorf("report %s: %v, want a real report", res.Report, err)
+	}
+}

@@ -1,0 +1,197 @@
+// Package runner turns a task file into a finished run: it starts the
+// display, builds the model, drives the harness loop, and writes the trace,
+// the report and result.json into the output directory. `spotter run` is a
+// thin shell around it; batch jobs and test suites reuse it.
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness/script"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// ErrTask marks a task file that cannot be run as written.
+var ErrTask = errors.New("invalid task")
+
+// DemoScheme prefixes a start URL served by the built-in demo app:
+// "demo:/" is its front page.
+const DemoScheme = "demo:"
+
+// Task is one task file. It is plain data.
+type Task struct {
+	Name     string `yaml:"name"`
+	Task     string `yaml:"task"`      // what the model is asked to do
+	StartURL string `yaml:"start_url"` // http(s) URL, or demo:/path for the built-in demo app
+
+	Display DisplaySpec `yaml:"display"`
+	Image   ImageSpec   `yaml:"image"`
+
+	Policy     actions.Policy `yaml:"policy"`
+	PolicyFile string         `yaml:"policy_file"` // instead of policy: a YAML file, relative to the task file
+
+	Model ModelSpec `yaml:"model"`
+
+	MaxSteps int           `yaml:"max_steps"` // default 50
+	Timeout  time.Duration `yaml:"timeout"`   // the whole run; default 10m
+}
+
+// DisplaySpec is the browser viewport.
+type DisplaySpec struct {
+	Width  int     `yaml:"width"`  // CSS px, default 1280
+	Height int     `yaml:"height"` // CSS px, default 800
+	DPR    float64 `yaml:"dpr"`    // default 1
+}
+
+// ImageSpec is the screenshot sent to the model.
+type ImageSpec struct {
+	Width  int           `yaml:"width"`  // zero: the model's size rule applied to the viewport
+	Height int           `yaml:"height"` // must keep the viewport's aspect within a pixel
+	Format screen.Format `yaml:"format"` // png (default) or jpeg
+	// Quality is the JPEG quality, 1..100; zero means 80.
+	Quality int `yaml:"quality"`
+}
+
+// ModelSpec names the model and how to reach it.
+type ModelSpec struct {
+	Provider  string `yaml:"provider"`   // script, anthropic, openai, gemini
+	Name      string `yaml:"name"`       // the provider's model name; empty: the adapter's default
+	BaseURL   string `yaml:"base_url"`   // overrides the provider's endpoint (and its environment variable)
+	MaxTokens int    `yaml:"max_tokens"` // per reply; zero: the adapter's default
+	// Cassette replays a recorded exchange with the provider through a
+	// local fake endpoint, so the real adapter runs without network or key.
+	// A relative path is relative to the task file.
+	Cassette string `yaml:"cassette"`
+
+	// Script models only.
+	Turns  []script.Turn `yaml:"turns"`
+	Strict *bool         `yaml:"strict"` // default true: an unexpected error result fails the run
+}
+
+// Load reads and checks a task file. A policy_file is read relative to it.
+func Load(path string) (Task, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Task{}, err
+	}
+	t, err := Parse(b)
+	if err != nil {
+		return Task{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if t.PolicyFile != "" {
+		p := t.PolicyFile
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		if t.Policy, err = actions.LoadPolicy(p); err != nil {
+			return Task{}, fmt.Errorf("%s: policy_file: %w", path, err)
+		}
+	}
+	if t.Model.Cassette != "" && !filepath.IsAbs(t.Model.Cassette) {
+		t.Model.Cassette = filepath.Join(filepath.Dir(path), t.Model.Cassette)
+	}
+	if t.Name == "" {
+		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	return t, nil
+}
+
+// Parse decodes a task from YAML (or JSON, which is YAML too), rejecting
+// unknown fields, and fills in defaults.
+func Parse(b []byte) (Task, error) {
+	var t Task
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&t); err != nil {
+		return Task{}, fmt.Errorf("%w: %v", ErrTask, err)
+	}
+	t.defaults()
+	return t, t.check()
+}
+
+func (t *Task) defaults() {
+	if t.Display.Width == 0 && t.Display.Height == 0 {
+		t.Display.Width, t.Display.Height = 1280, 800
+	}
+	if t.Display.DPR == 0 {
+		t.Display.DPR = 1
+	}
+	if t.Image.Format == "" {
+		t.Image.Format = screen.PNG
+	}
+	if t.Model.Provider == "" && len(t.Model.Turns) > 0 {
+		t.Model.Provider = "script"
+	}
+	if t.MaxSteps == 0 {
+		t.MaxSteps = 50
+	}
+	if t.Timeout == 0 {
+		t.Timeout = 10 * time.Minute
+	}
+}
+
+func (t *Task) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrTask, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case t.Display.Width < 200 || t.Display.Height < 200 || t.Display.Width > 3840 || t.Display.Height > 2160:
+		return bad("display %dx%d is outside 200x200..3840x2160", t.Display.Width, t.Display.Height)
+	case t.Display.DPR < 0.5 || t.Display.DPR > 4:
+		return bad("display dpr %g is outside 0.5..4", t.Display.DPR)
+	case t.Image.Format != screen.PNG && t.Image.Format != screen.JPEG:
+		return bad("image format %q: want png or jpeg", t.Image.Format)
+	case t.Image.Quality < 0 || t.Image.Quality > 100:
+		return bad("image quality %d is outside 1..100", t.Image.Quality)
+	case (t.Image.Width == 0) != (t.Image.Height == 0):
+		return bad("image needs both width and height, or neither")
+	case t.Image.Width < 0 || t.Image.Height < 0 || t.Image.Width > t.Display.Width || t.Image.Height > t.Display.Height:
+		return bad("image %dx%d must fit the %dx%d display (Spotter never upscales)", t.Image.Width, t.Image.Height, t.Display.Width, t.Display.Height)
+	case t.StartURL == "":
+		return bad("start_url is required")
+	case t.MaxSteps < 0 || t.MaxSteps > 1000:
+		return bad("max_steps %d is outside 1..1000", t.MaxSteps)
+	case t.Model.Provider == "":
+		return bad("model.provider is required (one of %v)", Providers)
+	case !slices.Contains(Providers, t.Model.Provider):
+		return bad("unknown model provider %q (want one of %v)", t.Model.Provider, Providers)
+	case t.Model.Provider == "script" && len(t.Model.Turns) == 0:
+		return bad("a script model needs turns")
+	}
+	if t.Image.Width > 0 {
+		// The image must keep the viewport's aspect, or clicks drift on one axis.
+		want := float64(t.Image.Width) * float64(t.Display.Height) / float64(t.Display.Width)
+		if d := want - float64(t.Image.Height); d > 1 || d < -1 {
+			return bad("image %dx%d does not keep the display's %dx%d aspect (height %.0f expected)",
+				t.Image.Width, t.Image.Height, t.Display.Width, t.Display.Height, want)
+		}
+	}
+	if !strings.HasPrefix(t.StartURL, DemoScheme) && !strings.HasPrefix(t.StartURL, "http://") &&
+		!strings.HasPrefix(t.StartURL, "https://") && t.StartURL != "about:blank" {
+		return bad("start_url %q: want http(s)://..., about:blank or demo:/...", t.StartURL)
+	}
+	return nil
+}
+
+// OneOff builds a task from the command line: a model, what it should do,
+// and where it starts. Its policy is actions.Standard() with navigation
+// allowed to the start URL's host only.
+func OneOff(task, startURL, provider, model string) (Task, error) {
+	t := Task{Name: "oneoff", Task: task, StartURL: startURL, Policy: actions.Standard(),
+		Model: ModelSpec{Provider: provider, Name: model}}
+	if u, err := url.Parse(startURL); err == nil && u.Host != "" {
+		t.Policy.Hosts = []string{u.Host}
+	}
+	t.defaults()
+	return t, t.check()
+}

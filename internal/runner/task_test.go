@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+const minimal = `
+task: t
+start_url: "demo:/"
+model: {turns: [{say: hi}]}
+`
+
+func TestParseDefaults(t *testing.T) {
+	got, err := Parse([]byte(minimal))
+	if err != nil {
+		t.Fatalf("Parse(minimal) error = %v", err)
+	}
+	if got.Display != (DisplaySpec{1280, 800, 1}) || got.Image.Format != screen.PNG || got.Model.Provider != "script" ||
+		got.MaxSteps != 50 || got.Timeout != 10*time.Minute {
+		t.Errorf("Parse(minimal) = %+v, want the documented defaults", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"unknown field", minimal + "colour: red\n", "colour"},
+		{"no start url", "task: t\nmodel: {turns: [{say: hi}]}\n", "start_url"},
+		{"bad scheme", strings.Replace(minimal, "demo:/", "file:///etc/passwd", 1), "start_url"},
+		{"no model", "task: t\nstart_url: about:blank\n", "provider"},
+		{"upscale", minimal + "image: {width: 2000, height: 1250}\n", "never upscales"},
+		{"aspect", minimal + "image: {width: 1024, height: 700}\n", "aspect"},
+		{"half size", minimal + "image: {width: 1024}\n", "both"},
+		{"dpr", minimal + "display: {width: 1280, height: 800, dpr: 9}\n", "dpr"},
+		{"format", minimal + "image: {format: gif}\n", "gif"},
+		{"bad policy kind", minimal + "policy: {allow: [teleport]}\n", "teleport"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if !errors.Is(err, ErrTask) && !errors.Is(err, actions.ErrInvalid) {
+				t.Fatalf("Parse() error = %v, want ErrTask", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse() error = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadPolicyFileAndName(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("allow: [click]\nhosts: [example.com]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "my-task.yaml")
+	if err := os.WriteFile(path, []byte(minimal+"policy_file: p.yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "my-task" || len(got.Policy.Allow) != 1 || got.Policy.Allow[0] != actions.Click {
+		t.Errorf("Load() name %q policy %+v, want my-task allowing click", got.Name, got.Policy)
+	}
+}
+
+func TestExampleTasksParse(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no example tasks found")
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("Load(%s) error = %v", f, err)
+		}
+	}
+}
+
+func TestDemoHosts(t *testing.T) {
+	got := demoHosts([]string{"demo", "example.com"}, "http://127.0.0.1:4567")
+	if got[0] != "127.0.0.1:4567" || got[1] != "example.com" {
+		t.Errorf("demoHosts() = %v", got)
+	}
+}

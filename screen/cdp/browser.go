@@ -1,0 +1,287 @@
+package cdp
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// ErrNoBrowser is returned by Launch and Open when no Chromium binary is
+// found.
+var ErrNoBrowser = errors.New("chromium not found on PATH: install Debian's chromium package (apt-get install -y chromium)")
+
+// ErrUnresponsive marks a page that did not answer a protocol command within
+// the display's CommandTimeout, such as a page whose script runs an endless
+// loop. The display may stay unusable until it navigates elsewhere or closes.
+var ErrUnresponsive = errors.New("page is not responding")
+
+// Defaults of Config.
+const (
+	DefaultSettleTimeout  = 3 * time.Second
+	DefaultQuietWindow    = 30 * time.Millisecond
+	DefaultCommandTimeout = 10 * time.Second
+)
+
+// Log attribute keys.
+const (
+	logKeyComponent = "component"
+	logKeyFrame     = "frame"
+	logKeySettle    = "settle"
+	logKeyTimedOut  = "timed_out"
+)
+
+// browserCloseTimeout bounds a graceful browser shutdown; after it the
+// process is killed.
+const browserCloseTimeout = 5 * time.Second
+
+// Config configures a browser and, as defaults, its displays.
+type Config struct {
+	// Exec is the Chromium binary. Empty means the first of chromium,
+	// chromium-browser and google-chrome found on PATH.
+	Exec string
+	// Viewport is the CSS size of a display's viewport; zero means 1280x800.
+	Viewport screen.Size
+	// DPR is the device pixel ratio displays emulate; 0 means 1.
+	DPR float64
+	// Flags are extra Chromium command-line flags, such as
+	// "--lang=de" or "--disable-smooth-scrolling".
+	Flags []string
+	// Logger receives the browser's diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+	// SettleTimeout bounds the wait for a page to go quiet before a
+	// capture; 0 means DefaultSettleTimeout.
+	SettleTimeout time.Duration
+	// QuietWindow is how long a page must draw no new frame to count as
+	// quiet; 0 means DefaultQuietWindow.
+	QuietWindow time.Duration
+	// CommandTimeout bounds one protocol command (an input event, a
+	// screenshot); a page that does not answer in time gives an error
+	// wrapping ErrUnresponsive. 0 means DefaultCommandTimeout. Navigate
+	// waits at least 30s for the server's response.
+	CommandTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Viewport == (screen.Size{}) {
+		c.Viewport = screen.Size{W: 1280, H: 800}
+	}
+	c.DPR = cmp.Or(c.DPR, 1)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.SettleTimeout = cmp.Or(c.SettleTimeout, DefaultSettleTimeout)
+	c.QuietWindow = cmp.Or(c.QuietWindow, DefaultQuietWindow)
+	c.CommandTimeout = cmp.Or(c.CommandTimeout, DefaultCommandTimeout)
+	return c
+}
+
+// DisplayConfig configures one display. Each zero field takes the value of
+// the browser's Config.
+type DisplayConfig struct {
+	Viewport       screen.Size
+	DPR            float64
+	SettleTimeout  time.Duration
+	QuietWindow    time.Duration
+	CommandTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+func (c DisplayConfig) withDefaults(b Config) DisplayConfig {
+	if c.Viewport == (screen.Size{}) {
+		c.Viewport = b.Viewport
+	}
+	c.DPR = cmp.Or(c.DPR, b.DPR)
+	c.SettleTimeout = cmp.Or(c.SettleTimeout, b.SettleTimeout)
+	c.QuietWindow = cmp.Or(c.QuietWindow, b.QuietWindow)
+	c.CommandTimeout = cmp.Or(c.CommandTimeout, b.CommandTimeout)
+	c.Logger = cmp.Or(c.Logger, b.Logger)
+	return c
+}
+
+func (c DisplayConfig) validate() error {
+	switch {
+	case c.Viewport.W <= 0 || c.Viewport.H <= 0 || c.Viewport.W > 10000 || c.Viewport.H > 10000:
+		return fmt.Errorf("viewport %dx%d: want 1..10000 CSS px each way", c.Viewport.W, c.Viewport.H)
+	case !(c.DPR > 0 && c.DPR <= 8):
+		return fmt.Errorf("device pixel ratio %g: want more than 0 and at most 8", c.DPR)
+	case c.SettleTimeout < 0 || c.QuietWindow < 0 || c.CommandTimeout < 0:
+		return errors.New("negative timeout")
+	}
+	return nil
+}
+
+// Browser is a headless Chromium process. Its displays are tabs, each in its
+// own browser context. A Browser is safe for concurrent use; the caller must
+// call Close.
+type Browser struct {
+	cfg  Config
+	log  *slog.Logger
+	path string
+
+	// ctx is chromedp's handle on the browser. It is not a request
+	// context: chromedp binds the browser's lifetime to it, and cancels it
+	// when the process dies.
+	ctx         context.Context
+	cancel      context.CancelFunc // stops the browser and its handler goroutines
+	allocCancel context.CancelFunc // stops the allocator, waits for the process to be reaped
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Launch starts a headless Chromium with a fresh temporary profile
+// directory. ctx bounds the start only; the browser runs until Close. Close
+// stops the process, ends chromedp's goroutines and removes the profile
+// directory.
+func Launch(ctx context.Context, cfg Config) (*Browser, error) {
+	cfg = cfg.withDefaults()
+	if err := (DisplayConfig{}).withDefaults(cfg).validate(); err != nil {
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	flags, err := parseFlags(cfg.Flags)
+	if err != nil {
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	path, err := findChromium(cfg.Exec)
+	if err != nil {
+		return nil, err
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.DisableGPU,
+		chromedp.NoSandbox,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+	)
+	opts = append(opts, flags...)
+	log := cfg.Logger.With(logKeyComponent, "chromium")
+	// The browser outlives ctx, so its contexts derive from one that is
+	// never canceled by the caller.
+	actx, acancel := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
+	bctx, bcancel := chromedp.NewContext(actx,
+		chromedp.WithLogf(func(format string, args ...any) {
+			log.Debug(fmt.Sprintf(format, args...))
+		}),
+		chromedp.WithErrorf(func(format string, args ...any) {
+			log.Warn(fmt.Sprintf(format, args...))
+		}),
+	)
+	b := &Browser{cfg: cfg, log: log, path: path, ctx: bctx, cancel: bcancel, allocCancel: acancel}
+
+	// The first call on bctx starts the process and binds it to bctx, so it
+	// must not carry ctx's deadline; wait for it here instead.
+	started := make(chan error, 1)
+	go func() {
+		_, err := chromedp.Targets(bctx)
+		started <- err
+	}()
+	select {
+	case err = <-started:
+	case <-ctx.Done():
+		bcancel()
+		<-started
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		bcancel()
+		acancel()
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// parseFlags turns "--name=value" and "--name" into allocator options.
+func parseFlags(flags []string) ([]chromedp.ExecAllocatorOption, error) {
+	var opts []chromedp.ExecAllocatorOption
+	for _, f := range flags {
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if name == "" || strings.HasPrefix(name, "-") || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("bad flag %q: want --name or --name=value", f)
+		}
+		if hasValue {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	return opts, nil
+}
+
+// findChromium returns the path of the Chromium binary.
+func findChromium(name string) (string, error) {
+	if name != "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("chromium %q: %w", name, err)
+		}
+		return p, nil
+	}
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNoBrowser
+}
+
+// Close stops the browser: it closes every display's tab, asks Chromium to
+// exit, kills it if it has not within a few seconds, and removes the profile
+// directory. When Close returns, the process has been reaped and chromedp's
+// goroutines for it have ended. Close runs to the end even if its context is
+// already canceled; it is bounded by its own timeouts.
+// Displays of a closed browser fail with errors wrapping screen.ErrGone;
+// they should still be closed. Close is idempotent.
+func (b *Browser) Close(context.Context) error {
+	b.closeOnce.Do(func() {
+		tctx, cancel := context.WithTimeout(b.ctx, browserCloseTimeout)
+		err := chromedp.Cancel(tctx)
+		cancel()
+		b.cancel()
+		b.allocCancel()
+		if err != nil && !b.lost() {
+			b.closeErr = fmt.Errorf("close chromium: %w", err)
+		}
+	})
+	return b.closeErr
+}
+
+// lost reports whether the connection to the browser process is gone.
+func (b *Browser) lost() bool {
+	c := chromedp.FromContext(b.ctx)
+	if c == nil || c.Browser == nil {
+		return true
+	}
+	select {
+	case <-c.Browser.LostConnection:
+		return true
+	default:
+		return false
+	}
+}
+
+// Open launches a browser with one display. Closing the display closes the
+// browser.
+func Open(ctx context.Context, cfg Config) (*Display, error) {
+	b, err := Launch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.NewDisplay(ctx, DisplayConfig{})
+	if err != nil {
+		return nil, errors.Join(err, b.Close(ctx))
+	}
+	d.owned = b
+	return d, nil
+}

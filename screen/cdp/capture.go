@@ -1,0 +1,365 @@
+package cdp
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/jpeg"
+	"image/png"
+	"math"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// Capture waits until the page is quiet (bounded by the settle timeout),
+// then returns a screenshot of o.Region (the viewport if empty) scaled by the
+// browser to o.Size (the region's CSS size if zero). A page that never goes
+// quiet is captured anyway, with Frame.Settle.TimedOut and Reason set. The
+// image is never larger than o.Size; Frame.Sent is its decoded size.
+func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(); err != nil {
+		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	}
+	req, err := d.captureRequest(o)
+	if err != nil {
+		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	}
+	timeout := o.SettleTimeout
+	if timeout == 0 {
+		timeout = d.cfg.SettleTimeout
+	}
+	settled, err := d.settle(ctx, timeout)
+	if err != nil {
+		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	}
+
+	metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
+	if err != nil {
+		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	}
+	var scroll actions.Point
+	zoom := 1.0
+	if v := metrics.CSSVisualViewport; v != nil {
+		scroll = actions.Pt(v.PageX, v.PageY)
+		if v.Zoom > 0 {
+			zoom = v.Zoom
+		}
+	}
+	taken := time.Now()
+	data, err := d.grab(ctx, req, scroll)
+	if err != nil {
+		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	}
+	format, sent, err := imageSize(data)
+	if err != nil {
+		return screen.Shot{}, fmt.Errorf("capture: browser returned a bad image: %w", err)
+	}
+	if format != req.format || sent.W > req.size.W || sent.H > req.size.H ||
+		abs(sent.W-req.want.W) > 1 || abs(sent.H-req.want.H) > 1 {
+		return screen.Shot{}, fmt.Errorf("capture: asked the browser for a %dx%d %s, got a %dx%d %s",
+			req.want.W, req.want.H, req.format, sent.W, sent.H, format)
+	}
+
+	d.seq++
+	url := d.state.currentURL()
+	events := d.state.takeEvents()
+	if d.seq > 1 && url != d.lastURL {
+		events = append(events, "the page is now at "+url)
+	}
+	d.lastURL = url
+	d.log.DebugContext(ctx, "capture", logKeyFrame, d.seq, logKeySettle, settled.Waited, logKeyTimedOut, settled.TimedOut)
+	dpr := d.cfg.DPR
+	return screen.Shot{
+		Frame: screen.Frame{
+			ID:       fmt.Sprintf("f%04d", d.seq),
+			Time:     taken,
+			URL:      url,
+			Viewport: d.cfg.Viewport,
+			DPR:      dpr,
+			Clip:     req.clip,
+			Capture:  screen.Size{W: round(req.clip.Dx() * dpr), H: round(req.clip.Dy() * dpr)},
+			Sent:     sent,
+			Scroll:   scroll,
+			Zoom:     zoom,
+			Format:   format,
+			Settle:   settled,
+		},
+		Data:   data,
+		Events: events,
+	}, nil
+}
+
+// captureReq is a validated capture request.
+type captureReq struct {
+	clip    actions.Rect // CSS px of the viewport
+	size    screen.Size  // the largest image allowed
+	want    screen.Size  // the image the browser should return
+	scale   float64      // output px per device px
+	format  screen.Format
+	quality int
+}
+
+// captureRequest validates o against the display's viewport.
+func (d *Display) captureRequest(o screen.CaptureOptions) (captureReq, error) {
+	vp := d.cfg.Viewport
+	r := captureReq{format: cmp.Or(o.Format, screen.PNG), quality: cmp.Or(o.Quality, 80)}
+	if r.format != screen.PNG && r.format != screen.JPEG {
+		return r, fmt.Errorf("%w: image format %q (want png or jpeg)", actions.ErrInvalid, o.Format)
+	}
+	if r.quality < 1 || r.quality > 100 {
+		return r, fmt.Errorf("%w: JPEG quality %d (want 1..100)", actions.ErrInvalid, o.Quality)
+	}
+	r.clip = actions.Rect{Max: actions.Pt(float64(vp.W), float64(vp.H))}
+	if o.Region != (actions.Rect{}) {
+		in := o.Region
+		if !finite(in.Min.X, in.Min.Y, in.Max.X, in.Max.Y) {
+			return r, fmt.Errorf("%w: region %v", actions.ErrInvalid, in)
+		}
+		// Clamp to the viewport; a region wholly outside it is an error.
+		in.Min.X, in.Min.Y = max(in.Min.X, 0), max(in.Min.Y, 0)
+		in.Max.X, in.Max.Y = min(in.Max.X, r.clip.Max.X), min(in.Max.Y, r.clip.Max.Y)
+		if in.Dx() < 1 || in.Dy() < 1 {
+			return r, fmt.Errorf("%w: region %v is not inside the %dx%d viewport", actions.ErrInvalid, o.Region, vp.W, vp.H)
+		}
+		r.clip = in
+	}
+	r.size = o.Size
+	if r.size == (screen.Size{}) {
+		r.size = screen.Size{W: round(r.clip.Dx()), H: round(r.clip.Dy())}
+	}
+	if r.size.Empty() || r.size.W > 16384 || r.size.H > 16384 {
+		return r, fmt.Errorf("%w: image size %dx%d", actions.ErrInvalid, o.Size.W, o.Size.H)
+	}
+	dpr := d.cfg.DPR
+	r.scale = min(float64(r.size.W)/(r.clip.Dx()*dpr), float64(r.size.H)/(r.clip.Dy()*dpr))
+	r.want = screen.Size{
+		W: min(r.size.W, round(r.clip.Dx()*dpr*r.scale)),
+		H: min(r.size.H, round(r.clip.Dy()*dpr*r.scale)),
+	}
+	return r, nil
+}
+
+// grab is the capture path: Page.captureScreenshot of the clip, which the
+// browser scales and encodes itself. The clip of captureScreenshot is in
+// document coordinates, so the page's scroll offset is added.
+func (d *Display) grab(ctx context.Context, r captureReq, scroll actions.Point) ([]byte, error) {
+	p := page.CaptureScreenshotParams{
+		Format: page.CaptureScreenshotFormatPng,
+		Clip: &page.Viewport{
+			X:      r.clip.Min.X + scroll.X,
+			Y:      r.clip.Min.Y + scroll.Y,
+			Width:  r.clip.Dx(),
+			Height: r.clip.Dy(),
+			Scale:  r.scale,
+		},
+		OptimizeForSpeed: new(true),
+	}
+	if r.format == screen.JPEG {
+		p.Format = page.CaptureScreenshotFormatJpeg
+		p.Quality = new(int64(r.quality))
+	}
+	d.state.setCapturing(true)
+	defer d.state.setCapturing(false)
+	res, err := call(ctx, d, page.CaptureScreenshot, p)
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+// imageSize reads the format and size of a PNG or JPEG from its header.
+func imageSize(data []byte) (screen.Format, screen.Size, error) {
+	switch {
+	case bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")):
+		c, err := png.DecodeConfig(bytes.NewReader(data))
+		if err != nil {
+			return "", screen.Size{}, err
+		}
+		return screen.PNG, screen.Size{W: c.Width, H: c.Height}, nil
+	case bytes.HasPrefix(data, []byte{0xff, 0xd8}):
+		c, err := jpeg.DecodeConfig(bytes.NewReader(data))
+		if err != nil {
+			return "", screen.Size{}, err
+		}
+		return screen.JPEG, screen.Size{W: c.Width, H: c.Height}, nil
+	}
+	return "", screen.Size{}, errors.New("neither PNG nor JPEG")
+}
+
+// settle waits until the page is quiet or timeout has passed; a negative
+// timeout does not wait. It fails only if ctx ends.
+func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Settle, error) {
+	if timeout < 0 {
+		return screen.Settle{}, nil
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
+	frames := d.state.frameCount()
+	if n := d.state.inputCount(); n != d.fenced {
+		// Let the input's effects reach the page first: scrolls applied,
+		// transitions started, requests sent.
+		if err := d.frameFence(ctx, deadline); fatal(ctx, err) {
+			return screen.Settle{}, fmt.Errorf("settle: %w", err)
+		}
+		d.state.markFenced(time.Now())
+		d.fenced = n
+	}
+	probeErrs := 0
+	for {
+		now := time.Now()
+		q := d.state.status(now, d.cfg.QuietWindow, timeout)
+		if q.quiet {
+			n, err := d.runningAnimations(ctx)
+			if fatal(ctx, err) {
+				return screen.Settle{}, fmt.Errorf("settle: %w", err)
+			}
+			now = time.Now()
+			switch {
+			case err != nil && probeErrs < maxProbeErrs:
+				// The document went away under the question (a
+				// navigation): ask again when the events tell more.
+				probeErrs++
+				q = quietness{wake: now.Add(animationPoll), reason: "the page is changing documents"}
+			case err != nil:
+				// A page that cannot answer, quiet otherwise.
+				return screen.Settle{Waited: now.Sub(start)}, nil
+			case n > 0:
+				q = quietness{wake: now.Add(animationPoll), reason: fmt.Sprintf("%d animation(s) still running", n)}
+			case d.state.status(now, d.cfg.QuietWindow, timeout).quiet:
+				return screen.Settle{Waited: now.Sub(start)}, nil
+			default:
+				continue // something happened while we asked
+			}
+		}
+		waited := now.Sub(start)
+		if !now.Before(deadline) {
+			reason := q.reason
+			if n := d.state.frameCount() - frames; n > 0 {
+				reason += fmt.Sprintf(" (%d new frames in %v)", n, waited.Round(time.Millisecond))
+			}
+			return screen.Settle{Waited: waited, TimedOut: true, Reason: reason}, nil
+		}
+		wake := deadline
+		if !q.wake.IsZero() && q.wake.Before(wake) {
+			wake = q.wake
+		}
+		t := time.NewTimer(wake.Sub(now))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return screen.Settle{}, fmt.Errorf("settle: %w", context.Cause(ctx))
+		case <-d.closed:
+			t.Stop()
+			return screen.Settle{}, fmt.Errorf("settle: display closed: %w", screen.ErrGone)
+		case <-d.state.changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// fatal reports whether an error of a settle probe ends the capture: the
+// display is gone, the page does not answer, or ctx ended. Other errors
+// (a document replaced during the question) only make settle ask again.
+func fatal(ctx context.Context, err error) bool {
+	return err != nil && (ctx.Err() != nil || errors.Is(err, screen.ErrGone) || errors.Is(err, ErrUnresponsive))
+}
+
+// frameFence waits until the page has begun a new animation frame, so
+// that the effects of input delivered before it are visible to the other
+// signals: the main thread has the compositor's scroll offset, style
+// changes have started their transitions, and navigations and requests
+// that the input started have been reported. A page that begins no frame
+// before deadline (or within maxFence) is left to the settle loop.
+func (d *Display) frameFence(ctx context.Context, deadline time.Time) error {
+	if limit := time.Now().Add(maxFence); limit.Before(deadline) {
+		deadline = limit
+	}
+	fctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	_, err := d.evalInt(fctx, frameFenceJS)
+	if err != nil && ctx.Err() == nil && fctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+const frameFenceJS = `new Promise(r => requestAnimationFrame(() => r(0)))`
+
+const (
+	// animationPoll is how often settle asks the page about its
+	// animations while they run.
+	animationPoll = 50 * time.Millisecond
+	// maxProbeErrs is how many failed questions to a page that is quiet
+	// otherwise settle tolerates before it stops asking.
+	maxProbeErrs = 3
+	// maxFence bounds the wait for a frame after input: a page that draws
+	// none in this time is left to the other signals.
+	maxFence = time.Second
+)
+
+// runningAnimations asks the page how many CSS animations, CSS
+// transitions and Web Animations are running. Those that draw on the
+// compositor produce frames at a rate a loaded machine can make look like
+// pauses, so settle asks rather than relying on frames alone.
+func (d *Display) runningAnimations(ctx context.Context) (int, error) {
+	return d.evalInt(ctx, runningAnimationsJS)
+}
+
+// evalInt evaluates a settle probe that yields a count. A page whose
+// scripts broke the probe (an exception, no number) counts as 0, so that
+// settle relies on the other signals.
+func (d *Display) evalInt(ctx context.Context, expr string) (int, error) {
+	res, err := call(ctx, d, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:    expr,
+		ReturnByValue: new(true),
+		AwaitPromise:  new(true),
+		Silent:        new(true),
+	})
+	if err != nil {
+		return 0, err
+	}
+	if res.ExceptionDetails != nil || res.Result == nil {
+		return 0, nil
+	}
+	var n int
+	if err := json.Unmarshal(res.Result.Value, &n); err != nil {
+		return 0, nil
+	}
+	return n, nil
+}
+
+const runningAnimationsJS = `(() => {
+	let n = 0;
+	for (const a of document.getAnimations()) if (a.playState === "running") n++;
+	return n;
+})()`
+
+func round(f float64) int { return int(math.Round(f)) }
+
+func abs(i int) int {
+	if i < 0 {
+		return -i
+	}
+	return i
+}
+
+func finite(fs ...float64) bool {
+	for _, f := range fs {
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return false
+		}
+	}
+	return true
+}

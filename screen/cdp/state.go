@@ -1,0 +1,327 @@
+package cdp
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+)
+
+// pageState is what a display knows about its page from protocol events.
+// The tab's event loop updates it through onEvent, which must return fast
+// and send no command; Capture and Perform read it. All fields are guarded
+// by mu.
+type pageState struct {
+	mu sync.Mutex
+
+	// changed receives a value (without blocking the sender) whenever
+	// something that settling depends on changes.
+	changed chan struct{}
+	// ackWake receives a value when screencast frames wait for an ack.
+	ackWake chan struct{}
+
+	mainFrame cdp.FrameID
+	url       string
+	loading   map[cdp.FrameID]bool
+	requests  map[network.RequestID]request
+
+	frames       int64     // screencast frames seen outside captures
+	lastFrame    time.Time // when the last of them arrived
+	lastActivity time.Time // last navigation, network change or input fence
+	inputs       int64     // input actions performed
+	capturing    bool      // a capture is running: its own frame is not activity
+	skipFrame    bool      // the next frame is the input's own redraw, not activity
+	pendingAcks  []int64
+
+	crashed bool
+	dialog  string // the JavaScript dialog that blocks the page, if any
+	events  []string
+}
+
+// request is a network request in flight.
+type request struct {
+	url   string
+	start time.Time
+}
+
+func newPageState(now time.Time) *pageState {
+	return &pageState{
+		changed:      make(chan struct{}, 1),
+		ackWake:      make(chan struct{}, 1),
+		url:          "about:blank",
+		loading:      make(map[cdp.FrameID]bool),
+		requests:     make(map[network.RequestID]request),
+		lastActivity: now,
+	}
+}
+
+func poke(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// onEvent records one protocol event of the tab. It runs on chromedp's
+// event loop.
+func (s *pageState) onEvent(ev any) {
+	s.event(time.Now(), ev)
+}
+
+func (s *pageState) event(now time.Time, ev any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch ev := ev.(type) {
+	case *page.EventScreencastFrame:
+		s.pendingAcks = append(s.pendingAcks, ev.SessionID)
+		poke(s.ackWake)
+		if s.capturing {
+			return
+		}
+		if s.skipFrame {
+			s.skipFrame = false
+			return
+		}
+		s.frames++
+		s.lastFrame = now
+	case *page.EventFrameStartedLoading:
+		s.loading[ev.FrameID] = true
+		s.lastActivity = now
+	case *page.EventFrameStoppedLoading:
+		delete(s.loading, ev.FrameID)
+		s.lastActivity = now
+	case *page.EventFrameDetached:
+		delete(s.loading, ev.FrameID)
+	case *page.EventFrameNavigated:
+		if ev.Frame != nil && ev.Frame.ParentID == "" {
+			s.mainFrame = ev.Frame.ID
+			s.url = ev.Frame.URL + ev.Frame.URLFragment
+		}
+	case *page.EventNavigatedWithinDocument:
+		if ev.FrameID == s.mainFrame {
+			s.url = ev.URL
+		}
+	case *network.EventRequestWillBeSent:
+		if ev.Request == nil || ignoredRequest(ev.Type, ev.Request.URL) {
+			return
+		}
+		r, ok := s.requests[ev.RequestID]
+		if !ok {
+			r.start = now
+		}
+		r.url = ev.Request.URL // a redirect keeps its start
+		s.requests[ev.RequestID] = r
+		s.lastActivity = now
+	case *network.EventLoadingFinished:
+		s.finish(now, ev.RequestID)
+	case *network.EventLoadingFailed:
+		s.finish(now, ev.RequestID)
+	case *page.EventJavascriptDialogOpening:
+		s.dialog = fmt.Sprintf("a JavaScript %s dialog (%q)", ev.Type, ev.Message)
+		s.events = append(s.events, s.dialog+" opened")
+	case *page.EventJavascriptDialogClosed:
+		s.dialog = ""
+	case *inspector.EventTargetCrashed:
+		s.crashed = true
+		s.events = append(s.events, "the page crashed")
+	default:
+		return
+	}
+	poke(s.changed)
+}
+
+func (s *pageState) finish(now time.Time, id network.RequestID) {
+	if _, ok := s.requests[id]; ok {
+		delete(s.requests, id)
+		s.lastActivity = now
+	}
+}
+
+// ignoredRequest reports whether a request is one that settling never
+// waits for: long-lived streams and URLs that load no network resource.
+func ignoredRequest(typ network.ResourceType, url string) bool {
+	switch typ {
+	case network.ResourceTypeEventSource, network.ResourceTypeWebSocket:
+		return true
+	}
+	return strings.HasPrefix(url, "data:")
+}
+
+// markInput records that input was delivered to the page. Settling then
+// first waits for a frame fence (see Display.frameFence).
+func (s *pageState) markInput() {
+	s.mu.Lock()
+	s.inputs++
+	s.mu.Unlock()
+}
+
+// markFenced records that the page began a frame after the last input, at
+// now. The frames drawn in answer to the input until then, and the next
+// one, are the input's own redraw, which the capture shows anyway: they are
+// not activity to wait out. A page that keeps drawing after that is, so the
+// quiet window starts at now.
+func (s *pageState) markFenced(now time.Time) {
+	s.mu.Lock()
+	s.lastFrame = time.Time{}
+	s.skipFrame = true
+	if now.After(s.lastActivity) {
+		s.lastActivity = now
+	}
+	s.mu.Unlock()
+}
+
+func (s *pageState) inputCount() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inputs
+}
+
+// setCapturing brackets a capture: the frame the capture itself causes is
+// not page activity.
+func (s *pageState) setCapturing(on bool) {
+	s.mu.Lock()
+	s.capturing = on
+	s.skipFrame = false
+	s.mu.Unlock()
+}
+
+// takeAcks returns the screencast frames waiting for an ack.
+func (s *pageState) takeAcks() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.pendingAcks
+	s.pendingAcks = nil
+	return a
+}
+
+// note records something to tell the model with the next capture.
+func (s *pageState) note(format string, args ...any) {
+	s.mu.Lock()
+	s.events = append(s.events, fmt.Sprintf(format, args...))
+	s.mu.Unlock()
+}
+
+// takeEvents returns the notes recorded since the last call.
+func (s *pageState) takeEvents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.events
+	s.events = nil
+	return e
+}
+
+func (s *pageState) currentURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+func (s *pageState) isCrashed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.crashed
+}
+
+// openDialog describes the JavaScript dialog that blocks the page, or "".
+func (s *pageState) openDialog() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dialog
+}
+
+func (s *pageState) frameCount() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.frames
+}
+
+// quietness is the answer of status.
+type quietness struct {
+	quiet  bool
+	wake   time.Time // when the answer may change without an event; zero: only on an event
+	reason string    // what is busy, in words for the model
+}
+
+// maxTracked is how long a request that never finishes is remembered.
+const maxTracked = 10 * time.Minute
+
+// status says whether the page is quiet at now: no frame loading, no
+// request younger than maxAge in flight, and no new frame, navigation,
+// network change or input within the last quiet.
+func (s *pageState) status(now time.Time, quiet, maxAge time.Duration) quietness {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var q quietness
+	var pending []request
+	for id, r := range s.requests {
+		age := now.Sub(r.start)
+		switch {
+		case age > maxTracked:
+			delete(s.requests, id)
+		case age <= maxAge:
+			pending = append(pending, r)
+			if w := r.start.Add(maxAge); q.wake.IsZero() || w.Before(q.wake) {
+				q.wake = w
+			}
+		}
+	}
+	if len(pending) > 0 {
+		q.reason = pendingReason(pending)
+		return q
+	}
+	if n := len(s.loading); n > 0 {
+		q.reason = "the page is still loading"
+		if !s.loading[s.mainFrame] {
+			q.reason = fmt.Sprintf("%d frame(s) of the page still loading", n)
+		}
+		return q
+	}
+	last := s.lastActivity
+	if s.lastFrame.After(last) {
+		last = s.lastFrame
+	}
+	if w := last.Add(quiet); now.Before(w) {
+		q.wake = w
+		q.reason = "the page kept changing"
+		if last.Equal(s.lastFrame) {
+			q.reason = "the page kept drawing new frames (an animation?)"
+		}
+		return q
+	}
+	q.quiet = true
+	return q
+}
+
+// pendingReason describes requests in flight, oldest first.
+func pendingReason(rs []request) string {
+	slices.SortFunc(rs, func(a, b request) int { return a.start.Compare(b.start) })
+	const show = 3
+	urls := make([]string, 0, show)
+	for i, r := range rs {
+		if i == show {
+			urls = append(urls, "…")
+			break
+		}
+		u := r.url
+		if len(u) > 120 {
+			n := 119
+			for n > 0 && !utf8.RuneStart(u[n]) {
+				n--
+			}
+			u = u[:n] + "…"
+		}
+		urls = append(urls, u)
+	}
+	noun := "requests"
+	if len(rs) == 1 {
+		noun = "request"
+	}
+	return fmt.Sprintf("%d network %s still pending: %s", len(rs), noun, strings.Join(urls, ", "))
+}
