@@ -12,9 +12,11 @@ deps: ## install what is missing (Debian's chromium and fonts); idempotent
 build: ## build bin/spotter
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/spotter
 
-demo: deps build ## run the example task on the built-in demo app and print where the report is
+DEMO ?= examples/demo-anthropic.yaml
+
+demo: deps build ## run the demo task (a replayed Claude session on the built-in app) and print where the report is
 	@rm -rf runs/demo
-	./$(BIN) run examples/demo.yaml --out runs/demo
+	./$(BIN) run $(DEMO) --out runs/demo
 
 test: deps ## vet, unit tests with -race, then every test against a real Chromium
 	$(GO) vet ./...

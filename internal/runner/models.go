@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
+	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/script"
@@ -18,27 +20,57 @@ var Providers = []string{"script", "anthropic", "openai", "gemini"}
 
 // newModel builds the model a task names. display is the size of the image
 // the model is sent; getenv supplies API keys and base URLs (nil: none).
-func newModel(m ModelSpec, display screen.Size, getenv func(string) string, log *slog.Logger) (harness.Model, error) {
+//
+// With a cassette, the provider's real adapter talks to a replay of the
+// recorded exchange instead of the network, with a placeholder key; the
+// returned player says afterwards whether the replay went as recorded.
+func newModel(m ModelSpec, display screen.Size, getenv func(string) string, log *slog.Logger) (harness.Model, *cassette.Player, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	if m.Cassette == "" {
+		model, err := providerModel(m, display, getenv, nil, log)
+		return model, nil, err
+	}
+	if m.Provider == "script" {
+		return nil, nil, fmt.Errorf("%w: a script model cannot replay a cassette", ErrTask)
+	}
+	p, err := cassette.Open(m.Cassette)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: cassette: %v", ErrTask, err)
+	}
+	m.BaseURL = "" // the recorded paths are the provider's default ones
+	replay := func(k string) string {
+		switch k {
+		case "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY":
+			return "cassette-replay"
+		}
+		return "" // nothing from the real environment reaches a replay
+	}
+	model, err := providerModel(m, display, replay, p.Client(), log)
+	return model, p, err
+}
+
+// providerModel builds a provider's adapter. A nil client means the
+// adapter's default HTTP client.
+func providerModel(m ModelSpec, display screen.Size, getenv func(string) string, client *http.Client, log *slog.Logger) (harness.Model, error) {
 	switch m.Provider {
 	case "script":
 		return script.New(m.Turns, m.Strict == nil || *m.Strict), nil
 	case "anthropic":
 		c := anthropic.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens = m.MaxTokens
+		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
 		return anthropic.New(c)
 	case "openai":
 		c := openai.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens = m.MaxTokens
+		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
 		return openai.New(c)
 	case "gemini":
 		c := gemini.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens = m.MaxTokens
+		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
 		return gemini.New(c)
 	}
 	return nil, fmt.Errorf("%w: unknown model provider %q (want one of %v)", ErrTask, m.Provider, Providers)

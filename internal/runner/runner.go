@@ -14,6 +14,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/demo"
 	"github.com/spotter-harness/spotter/screen"
@@ -85,9 +86,10 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		res.Image = imageSize(t.Model, viewport)
 	}
 	model := o.Model
+	var replay *cassette.Player
 	if model == nil {
 		var err error
-		if model, err = newModel(t.Model, res.Image, o.Getenv, log); err != nil {
+		if model, replay, err = newModel(t.Model, res.Image, o.Getenv, log); err != nil {
 			return res, err
 		}
 	}
@@ -125,6 +127,14 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		return res, err
 	}
 	res.Outcome, res.OK = out, out.OK()
+	if replay != nil {
+		// A model that gave up after a refused request can still end its
+		// turn normally: the replay itself must have gone as recorded.
+		if err := replay.Err(); err != nil {
+			res.OK = false
+			res.Outcome.Err = strings.TrimSpace(res.Outcome.Err + "\ncassette: " + err.Error())
+		}
+	}
 	if app != nil {
 		res.Demo = &DemoState{Completed: app.State(), Missing: app.Missing()}
 	}

@@ -9,14 +9,21 @@ import (
 	"github.com/spotter-harness/spotter/harness/trace"
 )
 
-// TestDemoTask runs examples/demo.yaml on a real Chromium: the demo app
-// itself must report every stage done, and the run must leave a trace, a
-// report and result.json.
-func TestDemoTask(t *testing.T) {
+// TestDemoTasks runs the example tasks on a real Chromium: the scripted
+// one, and the one that replays a cassette of Claude's answers through the
+// real Anthropic adapter. The demo app itself must report every stage done,
+// and the run must leave a trace, a report and result.json.
+func TestDemoTasks(t *testing.T) {
 	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
 		t.Skip("set SPOTTER_INTEGRATION=1 to run tests against a real Chromium")
 	}
-	task, err := Load("../../examples/demo.yaml")
+	for _, file := range []string{"demo.yaml", "demo-anthropic.yaml"} {
+		t.Run(file, func(t *testing.T) { testDemoTask(t, "../../examples/"+file) })
+	}
+}
+
+func testDemoTask(t *testing.T, file string) {
+	task, err := Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
