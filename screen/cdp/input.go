@@ -60,7 +60,7 @@ func (d *Display) perform(ctx context.Context, a actions.Action) error {
 	return screen.ErrUnsupported
 }
 
-// CDP modifier bits, and the mouse button bits of the "buttons" field.
+// CDP modifier bits of input events.
 const (
 	modAlt   = 1
 	modCtrl  = 2
@@ -82,6 +82,7 @@ func modifierBit(k actions.Key) int64 {
 	return 0
 }
 
+// mouseButtons are the CDP names and "buttons" bits of the mouse buttons.
 var mouseButtons = [...]struct {
 	name input.MouseButton
 	bit  int64

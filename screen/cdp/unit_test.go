@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -562,4 +564,163 @@ func TestSettleCanceled(t *testing.T) {
 			t.Errorf("settle on a closed display = %v, want ErrGone", err)
 		}
 	})
+}
+
+// inputTab records the input events a display sends, in a short form.
+type inputTab struct {
+	sent []string
+}
+
+func (f *inputTab) Call(ctx context.Context, method string, params, res any) error {
+	switch p := params.(type) {
+	case input.DispatchKeyEventParams:
+		s := fmt.Sprintf("key %s %q %s mods=%d", p.Type, p.Key, p.Code, p.Modifiers)
+		if p.Text != "" {
+			s += fmt.Sprintf(" text=%q", p.Text)
+		}
+		if len(p.Commands) > 0 {
+			s += fmt.Sprintf(" commands=%v", p.Commands)
+		}
+		f.sent = append(f.sent, s)
+	case input.DispatchMouseEventParams:
+		s := fmt.Sprintf("mouse %s (%g,%g) buttons=%d mods=%d", p.Type, p.X, p.Y, p.Buttons, p.Modifiers)
+		if p.Type != input.DispatchMouseEventTypeMouseMoved {
+			s += fmt.Sprintf(" %s clicks=%d", p.Button, p.ClickCount)
+		}
+		f.sent = append(f.sent, s)
+	case wheelParams:
+		f.sent = append(f.sent, fmt.Sprintf("wheel (%g,%g) delta=(%g,%g) mods=%d", p.X, p.Y, p.DeltaX, p.DeltaY, p.Modifiers))
+	case input.InsertTextParams:
+		f.sent = append(f.sent, fmt.Sprintf("insert %q", p.Text))
+	default:
+		return fmt.Errorf("unexpected %s", method)
+	}
+	return nil
+}
+
+func (f *inputTab) Subscribe(string) (<-chan jsonv2.Value, func()) { return nil, func() {} }
+
+func TestPerformSendsEvents(t *testing.T) {
+	pt := actions.Pt
+	tests := []struct {
+		name string
+		a    actions.Action
+		want []string
+	}{
+		{"click", actions.Action{Kind: actions.Click, At: pt(10, 20), HasAt: true}, []string{
+			"mouse mouseMoved (10,20) buttons=0 mods=0",
+			"mouse mousePressed (10,20) buttons=1 mods=0 left clicks=1",
+			"mouse mouseReleased (10,20) buttons=0 mods=0 left clicks=1",
+		}},
+		{"right double click", actions.Action{Kind: actions.DoubleClick, At: pt(1, 2), HasAt: true, Button: actions.Right}, []string{
+			"mouse mouseMoved (1,2) buttons=0 mods=0",
+			"mouse mousePressed (1,2) buttons=2 mods=0 right clicks=1",
+			"mouse mouseReleased (1,2) buttons=0 mods=0 right clicks=1",
+			"mouse mousePressed (1,2) buttons=2 mods=0 right clicks=2",
+			"mouse mouseReleased (1,2) buttons=0 mods=0 right clicks=2",
+		}},
+		{"control click", actions.Action{Kind: actions.Click, At: pt(5, 5), HasAt: true, Modifiers: actions.Chord{actions.Control}}, []string{
+			`key rawKeyDown "Control" ControlLeft mods=2`,
+			"mouse mouseMoved (5,5) buttons=0 mods=2",
+			"mouse mousePressed (5,5) buttons=1 mods=2 left clicks=1",
+			"mouse mouseReleased (5,5) buttons=0 mods=2 left clicks=1",
+			`key keyUp "Control" ControlLeft mods=0`,
+		}},
+		{"mouse down at the pointer", actions.Action{Kind: actions.MouseDown, Button: actions.Middle}, []string{
+			"mouse mousePressed (0,0) buttons=4 mods=0 middle clicks=1",
+		}},
+		{"drag", actions.Action{Kind: actions.Drag, Path: []actions.Point{pt(0, 0), pt(0, 30), pt(10, 30)}}, []string{
+			"mouse mousePressed (0,0) buttons=1 mods=0 left clicks=1",
+			"mouse mouseMoved (0,15) buttons=1 mods=0",
+			"mouse mouseMoved (0,30) buttons=1 mods=0",
+			"mouse mouseMoved (10,30) buttons=1 mods=0",
+			"mouse mouseReleased (10,30) buttons=0 mods=0 left clicks=1",
+		}},
+		{"shift scroll", actions.Action{Kind: actions.Scroll, At: pt(7, 8), HasAt: true, DeltaX: 0, DeltaY: 120, Modifiers: actions.Chord{actions.Shift}}, []string{
+			`key rawKeyDown "Shift" ShiftLeft mods=8`,
+			"mouse mouseMoved (7,8) buttons=0 mods=8",
+			"wheel (7,8) delta=(0,120) mods=8",
+			`key keyUp "Shift" ShiftLeft mods=0`,
+		}},
+		{"type", actions.Action{Kind: actions.Type, Text: "a!é\n"}, []string{
+			`key keyDown "a" KeyA mods=0 text="a"`,
+			`key keyUp "a" KeyA mods=0`,
+			`key rawKeyDown "Shift" ShiftLeft mods=8`,
+			`key keyDown "!" Digit1 mods=8 text="!"`,
+			`key keyUp "!" Digit1 mods=8`,
+			`key keyUp "Shift" ShiftLeft mods=0`,
+			`insert "é"`,
+			`key keyDown "Enter" Enter mods=0 text="\r"`,
+			`key keyUp "Enter" Enter mods=0`,
+		}},
+		{"chord", actions.Action{Kind: actions.Keypress, Keys: actions.Chord{actions.Control, actions.Shift, "PageDown"}}, []string{
+			`key rawKeyDown "Control" ControlLeft mods=2`,
+			`key rawKeyDown "Shift" ShiftLeft mods=10`,
+			`key rawKeyDown "PageDown" PageDown mods=10`,
+			`key keyUp "PageDown" PageDown mods=10`,
+			`key keyUp "Shift" ShiftLeft mods=2`,
+			`key keyUp "Control" ControlLeft mods=0`,
+		}},
+		{"select all", actions.Action{Kind: actions.Keypress, Keys: actions.Chord{actions.Control, "a"}}, []string{
+			`key rawKeyDown "Control" ControlLeft mods=2`,
+			`key rawKeyDown "a" KeyA mods=2 commands=[selectAll]`,
+			`key keyUp "a" KeyA mods=2`,
+			`key keyUp "Control" ControlLeft mods=0`,
+		}},
+		{"shift a", actions.Action{Kind: actions.Keypress, Keys: actions.Chord{actions.Shift, "a"}}, []string{
+			`key rawKeyDown "Shift" ShiftLeft mods=8`,
+			`key keyDown "A" KeyA mods=8 text="A"`,
+			`key keyUp "A" KeyA mods=8`,
+			`key keyUp "Shift" ShiftLeft mods=0`,
+		}},
+		{"space", actions.Action{Kind: actions.Keypress, Keys: actions.Chord{"Space"}}, []string{
+			`key keyDown " " Space mods=0 text=" "`,
+			`key keyUp " " Space mods=0`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &inputTab{}
+			d := unitDisplay(f, DisplayConfig{})
+			if err := d.Perform(t.Context(), screen.Mapped{Action: tt.a}); err != nil {
+				t.Fatalf("Perform(%v) = %v", tt.a.LogValue(), err)
+			}
+			if diff := cmp.Diff(tt.want, f.sent); diff != "" {
+				t.Errorf("Perform(%v) sent (-want +got):\n%s", tt.a.LogValue(), diff)
+			}
+		})
+	}
+}
+
+func TestPerformRejects(t *testing.T) {
+	tests := []struct {
+		a    actions.Action
+		want error
+	}{
+		{actions.Action{Kind: actions.Click, At: actions.Pt(math.Inf(1), 0), HasAt: true}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Click, HasAt: true, Button: 9}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Drag, Path: []actions.Point{{X: 1, Y: 1}}}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Click, HasAt: true, Modifiers: actions.Chord{"a"}}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Keypress, Keys: actions.Chord{"NoSuchKey"}}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Keypress, Keys: actions.Chord{"a", actions.Control}}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Keypress}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Navigate}, actions.ErrInvalid},
+		{actions.Action{Kind: actions.Zoom}, screen.ErrUnsupported},
+	}
+	for _, tt := range tests {
+		f := &inputTab{}
+		d := unitDisplay(f, DisplayConfig{})
+		err := d.Perform(t.Context(), screen.Mapped{Action: tt.a})
+		if !errors.Is(err, tt.want) {
+			t.Errorf("Perform(%v) = %v, want %v", tt.a.LogValue(), err, tt.want)
+		}
+		if len(f.sent) != 0 {
+			t.Errorf("Perform(%v) sent %q before failing", tt.a.LogValue(), f.sent)
+		}
+	}
+	d := unitDisplay(&inputTab{}, DisplayConfig{})
+	close(d.closed)
+	if err := d.Perform(t.Context(), screen.Mapped{Action: actions.Action{Kind: actions.Move, HasAt: true}}); !errors.Is(err, screen.ErrGone) {
+		t.Errorf("Perform on a closed display = %v, want ErrGone", err)
+	}
 }
