@@ -14,6 +14,8 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/harness/chat"
+	"github.com/spotter-harness/spotter/harness/chat/chattest"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/gemini/geminitest"
 	"github.com/spotter-harness/spotter/harness/openai"
@@ -105,6 +107,48 @@ var providerCases = []providerCase{
 			return geminiModel(t, sent, clicks, "gemini-2.5-computer-use-preview", gemini.FunctionsLegacy)
 		},
 	},
+}
+
+// toResized converts an image pixel to the smart-resized image's pixel
+// whose mapping lands on that pixel's centre.
+func toResized(p actions.Point, sent screen.Size) actions.Point {
+	r := screen.SmartResize(sent)
+	return actions.Pt(math.Floor((p.X+0.5)*float64(r.W)/float64(sent.W)), math.Floor((p.Y+0.5)*float64(r.H)/float64(sent.H)))
+}
+
+func init() {
+	providerCases = append(providerCases,
+		providerCase{
+			name: "ui-tars 1.5 text actions in smart-resize space", provider: "uitars", model: "ui-tars-1.5-7b",
+			newModel: func(t *testing.T, sent screen.Size, clicks []actions.Point) harness.Model {
+				var as []actions.Action
+				for _, p := range clicks {
+					as = append(as, clickAt(toResized(p, sent)))
+				}
+				srv := chattest.NewServer(t, chattest.UITARSActions(t, "I see ten targets; clicking each.", as...),
+					chattest.Reply{Content: "Thought: all done.\nAction: finished(content='Clicked every target.')"})
+				m, err := chat.New(chat.Config{BaseURL: srv.URL, Model: "ui-tars-1.5-7b", Display: sent})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			},
+		},
+		providerCase{
+			name: "open model with function calling, parallel tool_calls", provider: "", model: "qwen2.5-vl",
+			newModel: func(t *testing.T, sent screen.Size, clicks []actions.Point) harness.Model {
+				var calls []chattest.ToolCall
+				for i, p := range clicks {
+					calls = append(calls, chattest.Computer(fmt.Sprintf("call_%d", i), fmt.Sprintf(`{"type":"click","x":%g,"y":%g}`, p.X, p.Y)))
+				}
+				srv := chattest.NewServer(t, chattest.Reply{ToolCalls: calls}, chattest.Reply{Content: "Done."})
+				m, err := chat.New(chat.Config{BaseURL: srv.URL, Model: "qwen2.5-vl", Dialect: chat.Functions, Display: sent})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			},
+		})
 }
 
 func geminiModel(t *testing.T, sent screen.Size, clicks []actions.Point, model string, set gemini.FunctionSet) harness.Model {

@@ -9,6 +9,7 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/cassette"
+	"github.com/spotter-harness/spotter/harness/chat"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/script"
@@ -16,7 +17,7 @@ import (
 )
 
 // Providers lists the model providers a task may name.
-var Providers = []string{"script", "anthropic", "openai", "gemini"}
+var Providers = []string{"script", "anthropic", "openai", "gemini", "chat"}
 
 // newModel builds the model a task names. display is the size of the image
 // the model is sent; getenv supplies API keys and base URLs (nil: none).
@@ -42,7 +43,7 @@ func newModel(m ModelSpec, display screen.Size, getenv func(string) string, log 
 	m.BaseURL = "" // the recorded paths are the provider's default ones
 	replay := func(k string) string {
 		switch k {
-		case "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY":
+		case "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY":
 			return "cassette-replay"
 		}
 		return "" // nothing from the real environment reaches a replay
@@ -72,6 +73,12 @@ func providerModel(m ModelSpec, display screen.Size, getenv func(string) string,
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
 		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
 		return gemini.New(c)
+	case "chat":
+		// Open models on an OpenAI-compatible endpoint (vLLM, Ollama, LM Studio).
+		c := chat.ConfigFromEnv(getenv)
+		c.Model, c.BaseURL, c.Display, c.Logger = m.Name, cmp.Or(m.BaseURL, c.BaseURL), display, log
+		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
+		return chat.New(c)
 	}
 	return nil, fmt.Errorf("%w: unknown model provider %q (want one of %v)", ErrTask, m.Provider, Providers)
 }

@@ -1,6 +1,6 @@
 // Package screentest provides Fake, an in-memory display for tests of code
 // that drives a display (the harness loop, provider adapters), without a
-// browser.
+// browser, and Run, the conformance suite every display backend passes.
 package screentest
 
 import (
@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"sync"
 	"time"
@@ -76,8 +77,8 @@ func (f *Fake) Perform(ctx context.Context, m screen.Mapped) error {
 	return nil
 }
 
-// Capture returns a PNG or JPEG-labelled PNG of o.Size (default: the clip's
-// CSS size) with a complete Frame.
+// Capture returns a PNG (or a JPEG, if o.Format asks for one) of o.Size
+// (default: the clip's CSS size) with a complete Frame.
 func (f *Fake) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
 	if err := ctx.Err(); err != nil {
 		return screen.Shot{}, err
@@ -107,7 +108,15 @@ func (f *Fake) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Sho
 		img.Pix[i] = 0xEE
 	}
 	img.Set(0, 0, color.Gray{Y: byte(f.frames)}) // frames differ
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
+	format := screen.PNG
+	var err error
+	if o.Format == screen.JPEG {
+		format = screen.JPEG
+		err = jpeg.Encode(&buf, img, &jpeg.Options{Quality: cmp.Or(o.Quality, 80)})
+	} else {
+		err = (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img)
+	}
+	if err != nil {
 		return screen.Shot{}, err
 	}
 	return screen.Shot{
@@ -121,7 +130,7 @@ func (f *Fake) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Sho
 			Capture:  screen.Size{W: int(clip.Dx() * dpr), H: int(clip.Dy() * dpr)},
 			Sent:     sent,
 			Zoom:     1,
-			Format:   screen.PNG,
+			Format:   format,
 		},
 		Data: buf.Bytes(),
 	}, nil

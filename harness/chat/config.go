@@ -1,0 +1,215 @@
+package chat
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// Dialect is how a model speaks computer use over Chat Completions.
+type Dialect string
+
+const (
+	// DialectAuto guesses the dialect from the model name (see DialectFor).
+	DialectAuto Dialect = ""
+	// UITARS15 is UI-TARS 1.5: "Thought: ...\nAction: click(start_box=...)"
+	// text, with coordinates in pixels of the smart-resized screenshot
+	// (screen.ResizedSpace).
+	UITARS15 Dialect = "ui-tars-1.5"
+	// UITARS10 is UI-TARS 1.0: the same text, with coordinates on a 0..1000
+	// grid over the screenshot (screen.Grid1000).
+	UITARS10 Dialect = "ui-tars-1.0"
+	// Functions is plain function calling: a "computer" function whose
+	// arguments are an OpenAI-style action object, answered by tool
+	// messages and a user message holding the screenshots.
+	Functions Dialect = "functions"
+)
+
+// IsUITARS reports whether d is a UI-TARS text dialect.
+func (d Dialect) IsUITARS() bool { return d == UITARS15 || d == UITARS10 }
+
+// DialectFor guesses a model's dialect from its name, ignoring case.
+// Names containing "ui-tars", "ui_tars" or "uitars" are UI-TARS: 1.0 if
+// the name says "1.0", "-sft" or "-dpo" (the suffixes of the 1.0 releases,
+// such as "UI-TARS-7B-DPO"), otherwise 1.5, the current open release
+// ("ByteDance-Seed/UI-TARS-1.5-7B", and servers that call it just
+// "ui-tars"). Every other name is Functions.
+func DialectFor(model string) Dialect {
+	m := strings.ToLower(model)
+	if !strings.Contains(m, "ui-tars") && !strings.Contains(m, "ui_tars") && !strings.Contains(m, "uitars") {
+		return Functions
+	}
+	switch {
+	case strings.Contains(m, "1.5") || strings.Contains(m, "1_5") || strings.Contains(m, "1-5"):
+		return UITARS15
+	case strings.Contains(m, "1.0") || strings.Contains(m, "-sft") || strings.Contains(m, "-dpo"):
+		return UITARS10
+	}
+	return UITARS15
+}
+
+// Defaults of Config.
+const (
+	// DefaultBaseURL is where vLLM's OpenAI-compatible server listens by
+	// default. Ollama's is "http://127.0.0.1:11434/v1/", LM Studio's
+	// "http://127.0.0.1:1234/v1/".
+	DefaultBaseURL         = "http://127.0.0.1:8000/v1/"
+	DefaultMaxTokens       = 2048
+	DefaultKeepScreenshots = 5
+	DefaultTimeout         = 5 * time.Minute
+	DefaultMaxRetries      = 4
+	// DefaultUITARSSystem is the system message UI-TARS deployments send;
+	// the instructions go in the first user message (see Config.Prompt).
+	DefaultUITARSSystem = "You are a helpful assistant."
+	// DefaultWait is how long UI-TARS's wait() waits, as its prompt says.
+	DefaultWait = 5 * time.Second
+)
+
+// Config configures a Model. The zero value of each field is its
+// documented default.
+type Config struct {
+	APIKey  string // sent as a bearer token if set (local servers need none); never logged
+	BaseURL string // default DefaultBaseURL
+	Model   string // required: the name the server knows the model by
+
+	// Dialect picks the wire dialect; DialectAuto guesses from Model.
+	Dialect Dialect
+
+	// Display is the size of the screenshots sent. It is optional: the
+	// size of each screenshot is read from its Frame (or the image), and
+	// that is what coordinates are mapped with. Before the first
+	// screenshot it sizes the coordinate range the Functions dialect
+	// describes to the model.
+	Display screen.Size
+	// Resized overrides the size the server resizes screenshots to, for
+	// UI-TARS 1.5 (and a Functions Space of kind ResizedSpace). Zero means
+	// screen.SmartResize of the screenshot's size, which is what a server
+	// with Qwen2.5-VL's default min_pixels and max_pixels does; set it if
+	// the server was started with other limits.
+	Resized screen.Size
+	// Space is the coordinate space of a Functions model's actions:
+	// screen.Image (the default) for models that answer in the sent
+	// image's pixels; screen.Grid1000 for models that answer on a 0..1000
+	// grid; screen.Space{Kind: screen.ResizedSpace} (with Resized left
+	// empty to mean the smart-resized screenshot) for Qwen2.5-VL-style
+	// models. UI-TARS dialects ignore it.
+	Space screen.Space
+
+	// System is the system message. Default: DefaultUITARSSystem for
+	// UI-TARS, FunctionsSystem(...) for Functions.
+	System string
+	// Prompt, for UI-TARS, is the computer-use instructions sent in the
+	// first user message, before the task (as UI-TARS deployments do).
+	// Default: UITARSPrompt(dialect).
+	Prompt string
+
+	MaxTokens int // max_tokens; default DefaultMaxTokens
+	// Temperature is the sampling temperature. 0 (the default) sends 0,
+	// which is what computer use wants; negative leaves it to the server.
+	Temperature float64
+	// KeepScreenshots is how many of the most recent screenshots a request
+	// carries, as UI-TARS deployments keep the last 5; older images are
+	// left out (their text stays). 0 means DefaultKeepScreenshots,
+	// negative keeps all. It must not exceed the server's own limit of
+	// images per request (vLLM: --limit-mm-per-prompt).
+	KeepScreenshots int
+
+	HTTPClient *http.Client  // nil means a new client with default transport settings
+	Timeout    time.Duration // per attempt; default DefaultTimeout
+	// MaxRetries counts retries after a failed attempt (connection errors,
+	// 408, 409, 429, 5xx), with exponential backoff that honours
+	// Retry-After and Retry-After-Ms. 0 means DefaultMaxRetries; negative
+	// means none.
+	MaxRetries int
+	Logger     *slog.Logger // nil means slog.Default()
+
+	// Price is what the model costs, for hosted open models. Nil means
+	// free (a model on one's own server): tokens are still counted.
+	Price *Price
+}
+
+// Price is what a model costs in US dollars per million tokens.
+type Price struct {
+	Input, CachedInput, Output float64
+}
+
+// cost estimates the cost of a turn: cached input tokens are part of the
+// input tokens and are charged at the cached price.
+func (p Price) cost(input, cached, output int) float64 {
+	return (float64(input-cached)*p.Input + float64(cached)*p.CachedInput + float64(output)*p.Output) / 1e6
+}
+
+// ConfigFromEnv reads the variables OpenAI-compatible clients share:
+// OPENAI_API_KEY and OPENAI_BASE_URL (vLLM, Ollama and LM Studio all
+// document them for their OpenAI-compatible endpoints). Only cmd/ should
+// call it (with os.Getenv).
+func ConfigFromEnv(getenv func(string) string) Config {
+	return Config{
+		APIKey:  getenv("OPENAI_API_KEY"),
+		BaseURL: getenv("OPENAI_BASE_URL"),
+	}
+}
+
+// withDefaults fills in defaults and checks the fields.
+func (c Config) withDefaults() (Config, error) {
+	if strings.TrimSpace(c.Model) == "" {
+		return c, fmt.Errorf("chat: Config.Model is required: the name the server knows the model by")
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.Dialect == DialectAuto {
+		c.Dialect = DialectFor(c.Model)
+	}
+	switch c.Dialect {
+	case UITARS15, UITARS10:
+		if c.System == "" {
+			c.System = DefaultUITARSSystem
+		}
+		if c.Prompt == "" {
+			c.Prompt = UITARSPrompt(c.Dialect)
+		}
+	case Functions:
+		switch c.Space.Kind {
+		case screen.ImageSpace:
+		case screen.GridSpace:
+			if c.Space.Grid <= 0 {
+				return c, fmt.Errorf("chat: Config.Space %v: a grid needs a positive size", c.Space)
+			}
+		case screen.ResizedSpace:
+		default:
+			return c, fmt.Errorf("chat: Config.Space has unknown kind %d", c.Space.Kind)
+		}
+	default:
+		return c, fmt.Errorf("chat: unknown dialect %q (want %q, %q or %q)", c.Dialect, UITARS15, UITARS10, Functions)
+	}
+	if c.Display.W < 0 || c.Display.H < 0 || c.Resized.W < 0 || c.Resized.H < 0 {
+		return c, fmt.Errorf("chat: Config.Display and Config.Resized must not be negative")
+	}
+	if c.MaxTokens < 0 {
+		return c, fmt.Errorf("chat: Config.MaxTokens must not be negative")
+	}
+	if c.MaxTokens == 0 {
+		c.MaxTokens = DefaultMaxTokens
+	}
+	if c.KeepScreenshots == 0 {
+		c.KeepScreenshots = DefaultKeepScreenshots
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}

@@ -1,0 +1,485 @@
+package playwright
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pw "github.com/playwright-community/playwright-go"
+
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// DriverVersion is the version of playwright-core that the playwright-go
+// module of this build drives.
+const DriverVersion = "1.52.0"
+
+// ErrNoDriver is returned by Launch and Open when the driver directory
+// holds no Playwright driver.
+var ErrNoDriver = errors.New("no Playwright driver: run screen/playwright/install-driver.sh")
+
+// ErrUnresponsive marks a page that did not answer a Playwright call within
+// the display's CommandTimeout, such as a page whose script runs an endless
+// loop.
+var ErrUnresponsive = errors.New("page is not responding")
+
+// Defaults of Config.
+const (
+	DefaultExec           = "/usr/bin/chromium"
+	DefaultSettleTimeout  = 3 * time.Second
+	DefaultQuietWindow    = 50 * time.Millisecond
+	DefaultCommandTimeout = 10 * time.Second
+)
+
+// newDisplayTimeout bounds NewDisplay, besides its context.
+const newDisplayTimeout = 30 * time.Second
+
+// DefaultViewport is the viewport of a display whose config names none.
+var DefaultViewport = screen.Size{W: 1280, H: 800}
+
+// Config configures a browser and, as defaults, its displays.
+type Config struct {
+	// Viewport is the CSS size of a display's viewport; zero means
+	// 1280x800.
+	Viewport screen.Size
+	// DPR is the device pixel ratio displays emulate; 0 means 1.
+	DPR float64
+	// Exec is the Chromium binary; empty means /usr/bin/chromium.
+	Exec string
+	// DriverDir is the driver directory that install-driver.sh fills
+	// (package/cli.js and node). Empty means the user cache directory's
+	// spotter/playwright-1.52.0, such as ~/.cache/spotter/playwright-1.52.0.
+	DriverDir string
+	// Flags are extra Chromium command-line flags, such as "--lang=de".
+	Flags []string
+	// SettleTimeout bounds the wait for a page to go quiet before a
+	// capture; 0 means DefaultSettleTimeout.
+	SettleTimeout time.Duration
+	// QuietWindow is how long a page must not change to count as quiet;
+	// 0 means DefaultQuietWindow.
+	QuietWindow time.Duration
+	// CommandTimeout bounds one Playwright call (an input event, a
+	// screenshot); a page that does not answer in time gives an error
+	// wrapping ErrUnresponsive. 0 means DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	// Logger receives the driver's diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Viewport.Empty() {
+		c.Viewport = DefaultViewport
+	}
+	c.DPR = cmp.Or(c.DPR, 1)
+	c.Exec = cmp.Or(c.Exec, DefaultExec)
+	if c.DriverDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return c, fmt.Errorf("driver directory: %w", err)
+		}
+		c.DriverDir = filepath.Join(dir, "spotter", "playwright-"+DriverVersion)
+	}
+	c.SettleTimeout = cmp.Or(c.SettleTimeout, DefaultSettleTimeout)
+	c.QuietWindow = cmp.Or(c.QuietWindow, DefaultQuietWindow)
+	c.CommandTimeout = cmp.Or(c.CommandTimeout, DefaultCommandTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c, c.display().validate()
+}
+
+// display returns the display defaults of c.
+func (c Config) display() DisplayConfig {
+	return DisplayConfig{Viewport: c.Viewport, DPR: c.DPR, SettleTimeout: c.SettleTimeout,
+		QuietWindow: c.QuietWindow, CommandTimeout: c.CommandTimeout}
+}
+
+// DisplayConfig configures one display. Each zero field takes the value of
+// the browser's Config.
+type DisplayConfig struct {
+	Viewport       screen.Size
+	DPR            float64
+	SettleTimeout  time.Duration
+	QuietWindow    time.Duration
+	CommandTimeout time.Duration
+}
+
+func (c DisplayConfig) withDefaults(b DisplayConfig) DisplayConfig {
+	if c.Viewport.Empty() {
+		c.Viewport = b.Viewport
+	}
+	c.DPR = cmp.Or(c.DPR, b.DPR)
+	c.SettleTimeout = cmp.Or(c.SettleTimeout, b.SettleTimeout)
+	c.QuietWindow = cmp.Or(c.QuietWindow, b.QuietWindow)
+	c.CommandTimeout = cmp.Or(c.CommandTimeout, b.CommandTimeout)
+	return c
+}
+
+func (c DisplayConfig) validate() error {
+	switch {
+	case c.Viewport.W <= 0 || c.Viewport.H <= 0 || c.Viewport.W > 10000 || c.Viewport.H > 10000:
+		return fmt.Errorf("viewport %dx%d: want 1..10000 CSS px each way", c.Viewport.W, c.Viewport.H)
+	case !(c.DPR > 0 && c.DPR <= 8):
+		return fmt.Errorf("device pixel ratio %g: want more than 0 and at most 8", c.DPR)
+	case c.SettleTimeout < 0 || c.QuietWindow < 0 || c.CommandTimeout < 0:
+		return errors.New("negative timeout")
+	}
+	return nil
+}
+
+// chromiumFlags are the flags every browser gets, besides Playwright's own.
+var chromiumFlags = []string{
+	"--disable-gpu",
+	"--disable-dev-shm-usage",
+	"--no-first-run",
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+}
+
+// Browser is a Playwright driver and the headless Chromium it launched.
+// Its displays are pages, each in a browser context of its own. A Browser is
+// safe for concurrent use; the caller must call Close.
+type Browser struct {
+	cfg     Config
+	log     *slog.Logger
+	pw      *pw.Playwright
+	browser pw.Browser
+	lost    atomic.Bool // the browser exited
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Launch starts a Playwright driver from cfg.DriverDir and launches
+// Chromium with a fresh temporary profile. ctx bounds the launch; starting
+// the driver (about a second) cannot be interrupted. The caller must call
+// Close, which stops the browser and the driver.
+func Launch(ctx context.Context, cfg Config) (*Browser, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("launch playwright: %w", err)
+	}
+	if err := checkDriver(cfg.DriverDir); err != nil {
+		return nil, err
+	}
+	exe, err := exec.LookPath(cfg.Exec)
+	if err != nil {
+		return nil, fmt.Errorf("chromium %q: %w", cfg.Exec, err)
+	}
+	log := cfg.Logger.With("component", "playwright")
+	// playwright-go keeps the Logger in a variable of its package (without
+	// it, it would redirect the standard library's log package to Stderr):
+	// the latest Launch's logger wins.
+	p, err := pw.Run(&pw.RunOptions{
+		DriverDirectory:     cfg.DriverDir,
+		SkipInstallBrowsers: true,
+		Stdout:              logWriter{log},
+		Stderr:              logWriter{log},
+		Logger:              log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start playwright driver in %s: %v", cfg.DriverDir, err)
+	}
+	b := &Browser{cfg: cfg, log: log, pw: p}
+	timeout := 30 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if timeout <= 0 || ctx.Err() != nil {
+		return nil, errors.Join(fmt.Errorf("launch %s: %w", exe, context.Cause(ctx)), b.Close(ctx))
+	}
+	b.browser, err = p.Chromium.Launch(pw.BrowserTypeLaunchOptions{
+		ExecutablePath:  new(exe),
+		Headless:        new(true),
+		ChromiumSandbox: new(false),
+		Args:            append(append([]string(nil), chromiumFlags...), cfg.Flags...),
+		Timeout:         new(float64(timeout.Milliseconds())),
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("launch %s: %s", exe, playwrightText(err)), b.Close(ctx))
+	}
+	b.browser.OnDisconnected(func(pw.Browser) { b.lost.Store(true) })
+	return b, nil
+}
+
+// checkDriver reports whether dir looks like a driver directory.
+func checkDriver(dir string) error {
+	for _, f := range []string{"package/cli.js", "node"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return fmt.Errorf("%w (%s is missing)", ErrNoDriver, filepath.Join(dir, f))
+		}
+	}
+	return nil
+}
+
+// Close closes the browser, and with it every display, and stops the
+// driver. Displays of a closed browser fail with errors wrapping
+// screen.ErrGone; they should still be closed. Close is idempotent.
+func (b *Browser) Close(context.Context) error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		if b.browser != nil {
+			if err := b.browser.Close(); err != nil && !b.lost.Load() {
+				errs = append(errs, fmt.Errorf("close browser: %s", playwrightText(err)))
+			}
+		}
+		if err := b.pw.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop playwright driver: %v", err))
+		}
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}
+
+// Open launches a browser with one display. Closing the display closes the
+// browser.
+func Open(ctx context.Context, cfg Config) (*Display, error) {
+	b, err := Launch(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.NewDisplay(ctx, DisplayConfig{})
+	if err != nil {
+		return nil, errors.Join(err, b.Close(ctx))
+	}
+	d.owned = true
+	return d, nil
+}
+
+// Display is one page of a Browser, in a browser context of its own.
+// Capture and Perform may be called from several goroutines; they run one
+// at a time. The caller must call Close.
+type Display struct {
+	cfg   DisplayConfig
+	b     *Browser
+	owned bool // the display closes b (Open)
+
+	// ctxMu guards bctx and page while NewDisplay sets them; they never
+	// change after it returns.
+	ctxMu      sync.Mutex
+	bctx       pw.BrowserContext
+	page       pw.Page
+	bctxClosed bool
+	state      *pageState
+
+	// busy holds a token while a goroutine runs Playwright calls, so that
+	// a call left behind by a canceled context ends before the next starts.
+	busy chan struct{}
+	wg   sync.WaitGroup // goroutines running Playwright calls
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+
+	mu      sync.Mutex // serializes Capture, Perform and Close
+	seq     int        // frames captured
+	lastURL string     // URL of the previous capture
+	pointer pointer    // where the mouse is, CSS px
+}
+
+// NewDisplay opens a page in a new browser context, so that it shares no
+// cookies, storage or history with other displays, with cfg's viewport and
+// device pixel ratio.
+func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, error) {
+	cfg = cfg.withDefaults(b.cfg.display())
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new display: %w", err)
+	}
+	if b.lost.Load() {
+		return nil, fmt.Errorf("new display: the browser exited: %w", screen.ErrGone)
+	}
+	d := &Display{
+		cfg:    cfg,
+		b:      b,
+		state:  newPageState(),
+		busy:   make(chan struct{}, 1),
+		closed: make(chan struct{}),
+	}
+	// Opening is bounded by ctx and a generous timeout of its own, not by
+	// CommandTimeout: a new browser context takes a while on a busy machine.
+	err := d.run(ctx, max(cfg.CommandTimeout, newDisplayTimeout), func(context.Context) error {
+		bctx, err := b.browser.NewContext(pw.BrowserNewContextOptions{
+			Viewport:          &pw.Size{Width: cfg.Viewport.W, Height: cfg.Viewport.H},
+			Screen:            &pw.Size{Width: cfg.Viewport.W, Height: cfg.Viewport.H},
+			DeviceScaleFactor: new(cfg.DPR),
+		})
+		if err != nil {
+			return fmt.Errorf("new browser context: %w", err)
+		}
+		d.setContext(bctx, nil)
+		page, err := bctx.NewPage()
+		if err != nil {
+			return fmt.Errorf("new page: %w", err)
+		}
+		d.setContext(bctx, page)
+		d.state.watch(page)
+		// Registered after the display's own page was announced: every
+		// page from now on is one the page opened.
+		bctx.OnPage(func(pw.Page) { d.state.note("a new tab opened; the display keeps showing the first one") })
+		return nil
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("new display: %w", err), d.Close(ctx))
+	}
+	return d, nil
+}
+
+// Close closes the display's browser context and its page; a display from
+// Open also closes its browser and driver. It waits for Playwright calls
+// that a canceled context left behind; they fail once the page is gone.
+// Close is idempotent; Capture and Perform fail with screen.ErrGone after
+// it.
+func (d *Display) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() {
+		close(d.closed)
+		d.mu.Lock() // no call starts after this
+		defer d.mu.Unlock()
+		err := d.closeContext() // ends calls that hang in the page
+		d.wg.Wait()
+		err = errors.Join(err, d.closeContext()) // opened by a NewDisplay that gave up
+		if d.owned {
+			err = errors.Join(err, d.b.Close(ctx))
+		}
+		d.closeErr = err
+	})
+	return d.closeErr
+}
+
+// setContext records the display's browser context and page.
+func (d *Display) setContext(bctx pw.BrowserContext, page pw.Page) {
+	d.ctxMu.Lock()
+	defer d.ctxMu.Unlock()
+	d.bctx, d.page = bctx, page
+}
+
+// closeContext closes the display's browser context, once.
+func (d *Display) closeContext() error {
+	d.ctxMu.Lock()
+	bctx := d.bctx
+	if d.bctxClosed || bctx == nil {
+		d.ctxMu.Unlock()
+		return nil
+	}
+	d.bctxClosed = true
+	d.ctxMu.Unlock()
+	if err := bctx.Close(); err != nil && !d.b.lost.Load() {
+		return fmt.Errorf("close browser context: %s", playwrightText(err))
+	}
+	return nil
+}
+
+// check returns an error wrapping screen.ErrGone if the display cannot work.
+func (d *Display) check() error {
+	select {
+	case <-d.closed:
+		return fmt.Errorf("display closed: %w", screen.ErrGone)
+	default:
+	}
+	if c := d.goneCause(); c != "" {
+		return fmt.Errorf("%s: %w", c, screen.ErrGone)
+	}
+	return nil
+}
+
+// goneCause says why the display can no longer work, or "" if it can.
+func (d *Display) goneCause() string {
+	if d.b.lost.Load() {
+		return "the browser exited"
+	}
+	return d.state.goneCause()
+}
+
+// run runs f, which makes Playwright calls, on a goroutine of its own and
+// waits for it, for ctx to end, or for timeout to pass. Only one f runs at
+// a time: a call that an earlier run left behind must end first, within
+// the same timeout. f gets a context that ends when run returns, to stop
+// between calls (a held key is released then).
+func (d *Display) run(ctx context.Context, timeout time.Duration, f func(ctx context.Context) error) error {
+	if err := d.check(); err != nil {
+		return err
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	unresponsive := func() error {
+		return fmt.Errorf("no answer within %v: %w", timeout, ErrUnresponsive)
+	}
+	select {
+	case d.busy <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-d.closed:
+		return fmt.Errorf("display closed: %w", screen.ErrGone)
+	case <-t.C:
+		return unresponsive()
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	d.wg.Go(func() {
+		defer func() { <-d.busy }()
+		done <- f(fctx)
+	})
+	select {
+	case err := <-done:
+		return d.translate(ctx, err)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return unresponsive()
+	case <-d.closed:
+		return fmt.Errorf("display closed: %w", screen.ErrGone)
+	}
+}
+
+// translate turns an error of a Playwright call into one of ours: a gone
+// browser or page wraps screen.ErrGone, and other Playwright errors keep
+// their text but not their type. Errors of this package pass unchanged.
+func (d *Display) translate(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if c := d.goneCause(); c != "" {
+		return fmt.Errorf("%s: %w", c, screen.ErrGone)
+	}
+	if !errors.Is(err, pw.ErrPlaywright) && !errors.Is(err, pw.ErrTargetClosed) {
+		return err
+	}
+	if errors.Is(err, pw.ErrTargetClosed) {
+		return fmt.Errorf("%s: %w", playwrightText(err), screen.ErrGone)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return errors.New(playwrightText(err))
+}
+
+// playwrightText is the message of a Playwright error, without the call
+// log Playwright appends to some.
+func playwrightText(err error) string {
+	s := strings.Replace(err.Error(), "playwright: ", "", 1)
+	if i := strings.Index(s, "\nCall log:"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// logWriter logs the driver's output, line by line, at debug level.
+type logWriter struct{ log *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	for line := range bytes.Lines(p) {
+		if s := strings.TrimSpace(string(line)); s != "" {
+			w.log.Debug(s)
+		}
+	}
+	return len(p), nil
+}
