@@ -1,0 +1,373 @@
+package vnc
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// ErrAuth marks a server that refused the password, or that asked for a kind
+// of security this client does not speak.
+var ErrAuth = errors.New("vnc authentication failed")
+
+// Defaults of Config.
+const (
+	DefaultSettleTimeout = 3 * time.Second
+	DefaultQuietWindow   = 50 * time.Millisecond
+	DefaultReactionTime  = 150 * time.Millisecond
+	DefaultTimeout       = 10 * time.Second
+)
+
+// Config configures a Display. Each zero field is a documented default.
+type Config struct {
+	// Password is for VNC authentication; empty means the server must
+	// offer security type None. Only its first 8 bytes count, as in every
+	// VNC implementation.
+	Password string
+	// Exclusive asks the server to disconnect its other clients. By
+	// default the desktop is shared, so a person can watch with a viewer.
+	Exclusive bool
+	// Encodings are the pixel encodings to ask for, most preferred first,
+	// from Raw, CopyRect and ZRLE. Nil means CopyRect and Raw for a unix
+	// socket or a loopback address, where bytes are free and Raw is the
+	// fastest to decode, and CopyRect, ZRLE and Raw elsewhere. Servers
+	// can always send Raw.
+	Encodings []Encoding
+	// SettleTimeout bounds the wait for the screen to stop changing
+	// before a capture; 0 means DefaultSettleTimeout.
+	SettleTimeout time.Duration
+	// QuietWindow is how long the screen must go without an update to
+	// count as settled; 0 means DefaultQuietWindow.
+	QuietWindow time.Duration
+	// ReactionTime is how long after an input a capture waits for the
+	// screen to start changing; an input whose effects have not begun by
+	// then is taken to have none. 0 means DefaultReactionTime.
+	ReactionTime time.Duration
+	// Timeout bounds the handshake (unless ctx ends sooner) and the
+	// writing of each message; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+func (c Config) withDefaults(network, addr string) Config {
+	if c.Encodings == nil {
+		c.Encodings = []Encoding{CopyRect, Raw}
+		if !local(network, addr) {
+			c.Encodings = []Encoding{CopyRect, ZRLE, Raw}
+		}
+	}
+	c.SettleTimeout = cmp.Or(c.SettleTimeout, DefaultSettleTimeout)
+	c.QuietWindow = cmp.Or(c.QuietWindow, DefaultQuietWindow)
+	c.ReactionTime = cmp.Or(c.ReactionTime, DefaultReactionTime)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	return c
+}
+
+func (c Config) validate() error {
+	for _, e := range c.Encodings {
+		if e != Raw && e != CopyRect && e != ZRLE {
+			return fmt.Errorf("encoding %v: want Raw, CopyRect or ZRLE", e)
+		}
+	}
+	if c.SettleTimeout < 0 || c.QuietWindow < 0 || c.ReactionTime < 0 || c.Timeout < 0 {
+		return errors.New("negative timeout")
+	}
+	return nil
+}
+
+// local reports whether addr is a unix socket or a loopback address.
+func local(network, addr string) bool {
+	switch network {
+	case "unix", "unixpacket":
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// Display is one RFB connection to a desktop. It keeps a live copy of the
+// screen: a goroutine of its own reads every update the server sends into
+// it and asks for the next one at once, so a capture of a screen that has
+// not changed costs no round trip. Capture and Perform may be called from
+// several goroutines; they run one at a time. The caller must call Close.
+type Display struct {
+	cfg  Config
+	conn net.Conn
+	name string // the desktop's name, from the server
+	dec  *decoder
+
+	wmu  sync.Mutex // serializes writes to conn
+	wbuf []byte
+
+	op     sync.Mutex // serializes Capture and Perform
+	seq    int        // frames captured
+	cached struct {   // the latest encoded capture
+		key  captureKey
+		data []byte
+	}
+	pointer image.Point
+	moved   bool     // the pointer has been put at pointer
+	buttons uint8    // RFB button mask held down
+	keys    []uint32 // keysyms held down, in the order pressed
+
+	mu        sync.Mutex // guards the fields below
+	live      *image.RGBA
+	gen       int           // changes of the live image
+	updates   int           // framebuffer updates that changed pixels, after the first
+	damagedAt time.Time     // when the latest of them arrived
+	inputAt   time.Time     // when the latest input was sent
+	changed   chan struct{} // closed and replaced at every update
+	events    []string      // things to tell the model at the next capture
+	err       error         // why the display is gone; nil while it works
+
+	ready     chan struct{} // closed when the first update has arrived
+	readyOnce sync.Once
+	dead      chan struct{} // closed when the connection ends
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Dial connects to the RFB server at addr on network ("tcp" or "unix", as
+// for net.Dial), authenticates, and waits for the first full picture of the
+// screen. ctx bounds all of that. The display runs one goroutine of its own,
+// which reads from the server until Close. A refused password wraps
+// ErrAuth.
+func Dial(ctx context.Context, network, addr string, cfg Config) (*Display, error) {
+	cfg = cfg.withDefaults(network, addr)
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("dial vnc %s: %w", addr, err)
+	}
+	var nd net.Dialer
+	conn, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial vnc: %w", err)
+	}
+	d, err := newDisplay(ctx, conn, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dial vnc %s: %w", addr, err)
+	}
+	return d, nil
+}
+
+// newDisplay runs the handshake on conn and starts the display. It closes
+// conn if it fails.
+func newDisplay(ctx context.Context, conn net.Conn, cfg Config) (*Display, error) {
+	deadline := time.Now().Add(cfg.Timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	if err := conn.SetDeadline(deadline); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	fail := func(err error) (*Display, error) {
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+		}
+		return nil, err
+	}
+	r := bufio.NewReaderSize(conn, 64<<10)
+	si, err := handshake(r, conn, cfg.Password, !cfg.Exclusive)
+	if err != nil {
+		return fail(err)
+	}
+	var b []byte
+	b = appendSetPixelFormat(b, clientFormat)
+	b = appendSetEncodings(b, append(cfg.Encodings[:len(cfg.Encodings):len(cfg.Encodings)], encDesktopSize, encCursor))
+	b = appendUpdateRequest(b, false, 0, 0, si.W, si.H)
+	if _, err := conn.Write(b); err != nil {
+		return fail(fmt.Errorf("send setup: %w", err))
+	}
+	if !stop() {
+		return fail(errors.New("canceled"))
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		return fail(err)
+	}
+
+	d := &Display{
+		cfg:     cfg,
+		conn:    conn,
+		name:    si.Name,
+		dec:     newDecoder(r, si.W, si.H),
+		live:    image.NewRGBA(image.Rect(0, 0, si.W, si.H)),
+		changed: make(chan struct{}),
+		ready:   make(chan struct{}),
+		dead:    make(chan struct{}),
+	}
+	d.wg.Go(d.readLoop)
+
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-d.ready:
+		return d, nil
+	case <-d.dead:
+		err = d.gone()
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	case <-t.C:
+		err = fmt.Errorf("no picture of the screen within %v", cfg.Timeout)
+	}
+	d.Close()
+	return nil, fmt.Errorf("wait for the first screen update: %w", err)
+}
+
+// Name returns the desktop's name, as the server gave it.
+func (d *Display) Name() string { return d.name }
+
+// readLoop reads server messages into the live image until the
+// connection ends, asking for the next update after each one.
+func (d *Display) readLoop() {
+	for {
+		m, err := d.dec.next()
+		if err != nil {
+			d.fail(readError(err))
+			return
+		}
+		if m.typ != msgFramebufferUpdate {
+			continue
+		}
+		d.commit(m)
+		fb := d.dec.fb.Rect
+		// After a resize, ask for the whole screen (RFC 6143 section
+		// 7.8.2); otherwise for whatever changes next.
+		if d.send(func(b []byte) []byte {
+			return appendUpdateRequest(b, !m.resized, 0, 0, fb.Dx(), fb.Dy())
+		}) != nil {
+			return
+		}
+	}
+}
+
+// commit copies what an update changed into the live image and wakes
+// anyone waiting for the screen to change.
+func (d *Display) commit(m serverMsg) {
+	fb := d.dec.fb
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	first := false
+	d.readyOnce.Do(func() { first = true; close(d.ready) })
+	if d.live.Rect != fb.Rect {
+		d.live = image.NewRGBA(fb.Rect)
+		copyPixels(d.live, fb, fb.Rect, image.Point{})
+		d.events = append(d.events, fmt.Sprintf("the screen size changed to %dx%d", fb.Rect.Dx(), fb.Rect.Dy()))
+	} else {
+		for _, r := range m.dirty {
+			copyPixels(d.live, fb, r, r.Min)
+		}
+	}
+	if len(m.dirty) > 0 {
+		d.gen++
+		if !first {
+			d.updates++
+			d.damagedAt = time.Now()
+		}
+	}
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// readError says why reading from the server stopped.
+func readError(err error) error {
+	switch {
+	case errors.Is(err, net.ErrClosed):
+		return errors.New("display closed")
+	case errors.Is(err, io.EOF):
+		return errors.New("the VNC server closed the connection")
+	}
+	return fmt.Errorf("read from the VNC server: %v", err)
+}
+
+// fail marks the display gone for cause and closes the connection. The
+// first cause is kept.
+func (d *Display) fail(cause error) {
+	d.mu.Lock()
+	if d.err == nil {
+		d.err = fmt.Errorf("%v: %w", cause, screen.ErrGone)
+		close(d.dead)
+	}
+	d.mu.Unlock()
+	d.conn.Close()
+}
+
+// gone returns an error wrapping screen.ErrGone if the display no longer
+// works, or nil.
+func (d *Display) gone() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// send writes one or more client messages, built by appending to b. A
+// failed write ends the connection and returns an error wrapping
+// screen.ErrGone.
+func (d *Display) send(build func(b []byte) []byte) error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	if err := d.gone(); err != nil {
+		return err
+	}
+	d.wbuf = build(d.wbuf[:0])
+	if err := d.conn.SetWriteDeadline(time.Now().Add(d.cfg.Timeout)); err != nil {
+		d.fail(fmt.Errorf("write to the VNC server: %v", err))
+		return d.gone()
+	}
+	if _, err := d.conn.Write(d.wbuf); err != nil {
+		d.fail(fmt.Errorf("write to the VNC server: %v", err))
+		return d.gone()
+	}
+	return nil
+}
+
+// Close releases any buttons and keys that actions left held, closes the
+// connection and waits for the display's goroutine to end. It does not
+// block on a Perform in progress. Close is idempotent; Capture and Perform
+// fail with an error wrapping screen.ErrGone after it.
+func (d *Display) Close() error {
+	d.closeOnce.Do(func() {
+		if d.op.TryLock() {
+			if d.gone() == nil {
+				d.releaseAll()
+			}
+			d.op.Unlock()
+		}
+		d.fail(errors.New("display closed"))
+		d.wg.Wait()
+	})
+	return nil
+}
+
+// size returns the current framebuffer size.
+func (d *Display) size() screen.Size {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return screen.Size{W: d.live.Rect.Dx(), H: d.live.Rect.Dy()}
+}
+
+// markInput records that input was just sent, so that the next capture
+// waits for its effects.
+func (d *Display) markInput() {
+	d.mu.Lock()
+	d.inputAt = time.Now()
+	d.mu.Unlock()
+}
