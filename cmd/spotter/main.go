@@ -4,6 +4,7 @@
 //	spotter version
 //	spotter run TASK.yaml [--out DIR] [--browser PATH]
 //	spotter run --provider P --model M --task "..." [--start-url U]
+//	spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N]
 //
 // Provider keys and endpoints come from the environment: ANTHROPIC_API_KEY,
 // OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, and the providers' base-URL
@@ -42,6 +43,8 @@ Usage:
                                                run a task file and write its trace and report
   spotter run --provider P --model M --task "..." [--start-url U]
                                                run a one-off task with a real model
+  spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N] [--isolate local|containerd]
+                                               run a file of tasks, resumably; writes summary.json and junit.xml
 
 Run 'spotter run -h' for the flags of run.
 `
@@ -54,11 +57,13 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.err.Error() }
 
+func (e exitError) Unwrap() error { return e.err }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err == nil {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return
 	}
 	code := 2
@@ -66,9 +71,7 @@ func main() {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	if !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "spotter:", err)
-	}
+	fmt.Fprintln(os.Stderr, "spotter:", err)
 	os.Exit(code)
 }
 
@@ -83,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "run":
 		return runTask(ctx, args[1:], stdout, stderr)
+	case "batch":
+		return batchCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

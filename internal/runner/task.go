@@ -78,30 +78,43 @@ type ModelSpec struct {
 	Strict *bool         `yaml:"strict"` // default true: an unexpected error result fails the run
 }
 
-// Load reads and checks a task file. A policy_file is read relative to it.
+// Load reads and checks a task file. Its policy_file and cassette are read
+// relative to it, and its name defaults to the file's.
 func Load(path string) (Task, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Task{}, err
 	}
-	t, err := Parse(b)
+	t, err := ParseIn(b, filepath.Dir(path))
 	if err != nil {
 		return Task{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if t.PolicyFile != "" {
-		p := t.PolicyFile
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(filepath.Dir(path), p)
-		}
-		if t.Policy, err = actions.LoadPolicy(p); err != nil {
-			return Task{}, fmt.Errorf("%s: policy_file: %w", path, err)
-		}
-	}
-	if t.Model.Cassette != "" && !filepath.IsAbs(t.Model.Cassette) {
-		t.Model.Cassette = filepath.Join(filepath.Dir(path), t.Model.Cassette)
-	}
 	if t.Name == "" {
 		t.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	return t, nil
+}
+
+// ParseIn is Parse for a task that lives in dir: it reads the task's
+// policy_file and makes its cassette path absolute, both relative to dir.
+func ParseIn(b []byte, dir string) (Task, error) {
+	t, err := Parse(b)
+	if err != nil {
+		return Task{}, err
+	}
+	rel := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	if t.PolicyFile != "" {
+		if t.Policy, err = actions.LoadPolicy(rel(t.PolicyFile)); err != nil {
+			return Task{}, fmt.Errorf("%w: policy_file: %v", ErrTask, err)
+		}
+	}
+	if t.Model.Cassette != "" {
+		t.Model.Cassette = rel(t.Model.Cassette)
 	}
 	return t, nil
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/spotter-harness/spotter/internal/batch"
+)
+
+const batchUsage = `Usage: spotter batch JOBS.jsonl [flags]
+
+Runs every task of JOBS.jsonl (one JSON task per line, in the format of a
+task file, with an optional "id") into DIR/<id>, N at a time, then writes
+DIR/summary.json and DIR/junit.xml. Running it again with the same DIR
+skips the jobs that finished and runs the rest.
+
+Exit codes: 0 every job passed, 1 a job failed or did not run, 2 the batch
+could not run.
+
+Flags:
+`
+
+// batchCmd runs `spotter batch`.
+func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("batch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "batch directory; the same one resumes a batch (default runs/JOBS-NAME)")
+	parallel := fs.Int("parallel", 1, "jobs to run at a time (each runs its own browser)")
+	isolation := fs.String("isolate", string(batch.Local), "where jobs run: local (child processes) or containerd (a sandbox per job)")
+	shard := fs.String("shard", "", "I/N: run only shard I (0-based) of N, e.g. --shard $(JOB_COMPLETION_INDEX)/4")
+	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
+	progress := fs.String("progress", "auto", "auto (a bar on a terminal, JSON lines otherwise), bar, or json")
+	verbose := fs.Bool("v", false, "log progress to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, batchUsage)
+		fs.PrintDefaults()
+	}
+	// Accept flags before and after the jobs file.
+	if err := fs.Parse(args); err != nil {
+		return exitError{2, err}
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return exitError{2, errors.New("batch needs a jobs file")}
+	}
+	file := rest[0]
+	if err := fs.Parse(rest[1:]); err != nil {
+		return exitError{2, err}
+	}
+	if fs.NArg() > 0 {
+		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+
+	sh, err := batch.ParseShard(*shard)
+	if err != nil {
+		return exitError{2, err}
+	}
+	jobs, err := batch.Load(file)
+	if err != nil {
+		return exitError{2, err}
+	}
+	iso := batch.Isolation(*isolation)
+	runJob, err := jobRunner(iso)
+	if err != nil {
+		return exitError{2, err}
+	}
+	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("runs", name)
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	host, _ := os.Hostname()
+	cfg := batch.Config{
+		Out: dir, Parallel: *parallel, Shard: sh, Isolation: iso, Runner: runJob,
+		Browser: *browser, Getenv: os.Getenv,
+		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Progress: stdout, Name: name, Hostname: host,
+	}
+	switch *progress {
+	case "auto":
+		cfg.Bar, cfg.Width = terminal(stdout)
+	case "bar":
+		cfg.Bar = true
+		if _, w := terminal(stdout); w > 0 {
+			cfg.Width = w
+		}
+	case "json":
+	default:
+		return exitError{2, fmt.Errorf("--progress %q: want auto, bar or json", *progress)}
+	}
+
+	sum, err := batch.Run(ctx, jobs, cfg)
+	interrupted := err != nil && ctx.Err() != nil && sum.Total > 0
+	if err != nil && !interrupted {
+		return exitError{2, err}
+	}
+	if cfg.Bar {
+		summaryPath, junitPath := batch.Files(dir, sh)
+		fmt.Fprintf(stdout, "jobs:    %d: %d passed, %d failed, %d errors, %d not run (%d reused from an earlier run)\n",
+			sum.Total, sum.Passed, sum.Failed, sum.Errors, sum.Skipped, sum.Reused)
+		fmt.Fprintf(stdout, "time:    %s\n", sum.Elapsed.Round(time.Millisecond))
+		fmt.Fprintf(stdout, "summary: %s\n", summaryPath)
+		fmt.Fprintf(stdout, "junit:   %s\n", junitPath)
+	}
+	switch {
+	case interrupted:
+		return exitError{1, fmt.Errorf("%w; run the same command again to resume", err)}
+	case !sum.OK():
+		return exitError{1, fmt.Errorf("%d of %d jobs did not pass", sum.Total-sum.Passed, sum.Total)}
+	}
+	return nil
+}
+
+// jobRunner picks how each job of a batch runs. Local runs the task in
+// this process (batch's default, runner.Run).
+//
+// Containerd: wire isolate/ here, returning a batch.RunFunc that runs the
+// task in a sandbox and writes its trace, report and result.json into
+// o.Out, as runner.Run does.
+func jobRunner(iso batch.Isolation) (batch.RunFunc, error) {
+	switch iso {
+	case batch.Local:
+		return nil, nil
+	case batch.Containerd:
+		return nil, errors.New("--isolate containerd is not available in this build yet")
+	}
+	return nil, fmt.Errorf("--isolate %q: want local or containerd", iso)
+}
+
+// terminal reports whether w is a terminal, and its width.
+func terminal(w io.Writer) (bool, int) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return false, 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return true, 0
+	}
+	return true, width
+}

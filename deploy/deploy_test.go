@@ -1,0 +1,496 @@
+package deploy
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/spotter-harness/spotter/internal/batch"
+)
+
+// kustomization is the part of kustomize's Kustomization these bases use.
+// Decoding is strict, so a field outside it fails the test: add it here
+// when a base needs it.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Labels     []struct {
+		Pairs            map[string]string `json:"pairs"`
+		IncludeSelectors bool              `json:"includeSelectors"`
+	} `json:"labels"`
+	ConfigMapGenerator []struct {
+		Name  string   `json:"name"`
+		Files []string `json:"files"`
+	} `json:"configMapGenerator"`
+	Images []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+	} `json:"images"`
+}
+
+// typed is an object with its apiVersion and kind, as every manifest has.
+type typed interface {
+	GetObjectKind() schema.ObjectKind
+}
+
+// decode reads a manifest strictly: an unknown or duplicate field fails,
+// and so does a kind other than want's.
+func decode(t *testing.T, path string, want typed, gvk schema.GroupVersionKind) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, want); err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	if got := want.GetObjectKind().GroupVersionKind(); got != gvk {
+		t.Fatalf("%s is a %v, want %v", path, got, gvk)
+	}
+}
+
+func readKustomization(t *testing.T, dir string) kustomization {
+	t.Helper()
+	path := filepath.Join(dir, "kustomization.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		t.Fatalf("decode %s: %v", path, err)
+	}
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		t.Fatalf("%s: apiVersion %q kind %q, want a kustomize.config.k8s.io/v1beta1 Kustomization", path, k.APIVersion, k.Kind)
+	}
+	for _, r := range k.Resources {
+		if _, err := os.Stat(filepath.Join(dir, r)); err != nil {
+			t.Errorf("%s: resource %s: %v", path, r, err)
+		}
+	}
+	for _, g := range k.ConfigMapGenerator {
+		for _, f := range g.Files {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("%s: configMapGenerator %s: %v", path, g.Name, err)
+			}
+		}
+	}
+	// Every manifest in the directory is applied, or says it is an example.
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for _, f := range files {
+		base := filepath.Base(f)
+		if base != "kustomization.yaml" && !slices.Contains(k.Resources, base) && !strings.Contains(base, ".example.") {
+			t.Errorf("%s is neither in %s's resources nor named *.example.yaml", f, path)
+		}
+	}
+	return k
+}
+
+// imageUID is the uid the Dockerfile's spotter user gets.
+func imageUID(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`useradd [^\n]*--uid (\d+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("Dockerfile: no useradd --uid: the manifests' runAsUser cannot be checked")
+	}
+	uid, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return uid
+}
+
+// checkPod lists what is wrong with a pod template for running Spotter:
+// every rule here holds for every workload in deploy/.
+func checkPod(spec corev1.PodSpec, uid int64) []string {
+	var bad []string
+	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	psc := spec.SecurityContext
+	switch {
+	case psc == nil:
+		add("pod has no securityContext")
+	default:
+		if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+			add("pod securityContext.runAsNonRoot is not true")
+		}
+		if psc.RunAsUser == nil || *psc.RunAsUser != uid {
+			add("pod securityContext.runAsUser is not the image's user %d", uid)
+		}
+		if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			add("pod seccompProfile is not RuntimeDefault")
+		}
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		add("pod shares a host namespace")
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		add("pod mounts a service account token it does not need")
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			add("volume %s is a hostPath", v.Name)
+		}
+		volumes[v.Name] = v
+	}
+	used := map[string]bool{}
+	if len(spec.Containers) == 0 {
+		add("pod has no containers")
+	}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		if c.Image == "" {
+			add("container %s has no image", c.Name)
+		}
+		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			req, hasReq := c.Resources.Requests[res]
+			lim, hasLim := c.Resources.Limits[res]
+			switch {
+			case !hasReq || !hasLim:
+				add("container %s has no %s request and limit", c.Name, res)
+			case req.Cmp(lim) > 0:
+				add("container %s requests more %s (%s) than its limit (%s)", c.Name, res, req.String(), lim.String())
+			}
+		}
+		sc := c.SecurityContext
+		if sc == nil {
+			add("container %s has no securityContext", c.Name)
+			continue
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			add("container %s is privileged", c.Name)
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			add("container %s allows privilege escalation", c.Name)
+		}
+		if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot || sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+			add("container %s runs as root", c.Name)
+		}
+		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+			add("container %s does not drop all capabilities", c.Name)
+		}
+		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			add("container %s has a writable root filesystem", c.Name)
+		}
+		mounts := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			if _, ok := volumes[m.Name]; !ok {
+				add("container %s mounts undefined volume %s", c.Name, m.Name)
+			}
+			used[m.Name] = true
+			mounts[m.MountPath] = m.Name
+		}
+		// Chromium writes its profile to /tmp and caches to $HOME.
+		for _, dir := range []string{"/tmp", "/home/spotter"} {
+			if v, ok := volumes[mounts[dir]]; !ok || v.EmptyDir == nil {
+				add("container %s has no emptyDir at %s for Chromium to write to", c.Name, dir)
+			}
+		}
+	}
+	for name := range volumes {
+		if !used[name] {
+			add("volume %s is not mounted", name)
+		}
+	}
+	return bad
+}
+
+// shardArg matches the --shard argument the Job passes.
+var shardArg = regexp.MustCompile(`^\$\(JOB_COMPLETION_INDEX\)/(\d+)$`)
+
+// checkJob lists what is wrong with the batch Job, beyond checkPod.
+func checkJob(job batchv1.Job, pvc corev1.PersistentVolumeClaim, jobsConfigMap string) []string {
+	var bad []string
+	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	s := job.Spec
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
+		add("completionMode is not Indexed")
+	}
+	if s.Completions == nil || *s.Completions < 1 {
+		add("completions is not set")
+		return bad
+	}
+	if s.Parallelism == nil || *s.Parallelism < 1 || *s.Parallelism > *s.Completions {
+		add("parallelism is not 1..completions")
+	}
+	if s.BackoffLimitPerIndex == nil {
+		add("backoffLimitPerIndex is not set: one shard's retries would fail the others")
+	}
+	pod := s.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever {
+		add("restartPolicy is %q, want Never (a new pod per retry)", pod.RestartPolicy)
+	}
+	if len(pod.Containers) != 1 {
+		add("%d containers, want 1", len(pod.Containers))
+		return bad
+	}
+	c := pod.Containers[0]
+	if s.PodFailurePolicy != nil {
+		for _, r := range s.PodFailurePolicy.Rules {
+			if r.OnExitCodes != nil && r.OnExitCodes.ContainerName != nil && *r.OnExitCodes.ContainerName != c.Name {
+				add("podFailurePolicy names container %q, not %q", *r.OnExitCodes.ContainerName, c.Name)
+			}
+		}
+	}
+	args := c.Args
+	if len(args) < 2 || args[0] != "batch" {
+		add("args %v do not run spotter batch JOBS", args)
+		return bad
+	}
+	flag := func(name string) (string, bool) {
+		i := slices.Index(args, name)
+		if i < 0 || i+1 >= len(args) {
+			return "", false
+		}
+		return args[i+1], true
+	}
+	if v, ok := flag("--shard"); !ok {
+		add("args have no --shard")
+	} else if m := shardArg.FindStringSubmatch(v); m == nil {
+		add("--shard %q is not $(JOB_COMPLETION_INDEX)/N", v)
+	} else if n, _ := strconv.Atoi(m[1]); int32(n) != *s.Completions {
+		add("--shard's N is %d but completions is %d: shards would be lost or run twice", n, *s.Completions)
+	}
+	declared := false
+	for _, e := range c.Env {
+		if e.Name == "JOB_COMPLETION_INDEX" {
+			declared = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+				e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+		}
+	}
+	if !declared {
+		add("JOB_COMPLETION_INDEX is not declared from the completion-index annotation")
+	}
+	volumeOf := map[string]corev1.Volume{}
+	for _, v := range pod.Volumes {
+		volumeOf[v.Name] = v
+	}
+	mountOf := func(path string) (corev1.VolumeMount, corev1.Volume, bool) {
+		for _, m := range c.VolumeMounts {
+			if path == m.MountPath || strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/") {
+				v, ok := volumeOf[m.Name]
+				return m, v, ok
+			}
+		}
+		return corev1.VolumeMount{}, corev1.Volume{}, false
+	}
+	if out, ok := flag("--out"); !ok {
+		add("args have no --out")
+	} else if m, v, ok := mountOf(out); !ok || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pvc.Name || m.ReadOnly {
+		add("--out %s is not on a writable mount of the claim %s", out, pvc.Name)
+	}
+	if m, v, ok := mountOf(args[1]); !ok || v.ConfigMap == nil || v.ConfigMap.Name != jobsConfigMap || !m.ReadOnly {
+		add("the jobs file %s is not on a read-only mount of the ConfigMap %s", args[1], jobsConfigMap)
+	}
+	return bad
+}
+
+func TestBatchJob(t *testing.T) {
+	uid := imageUID(t)
+	k := readKustomization(t, "batch")
+	var job batchv1.Job
+	decode(t, "batch/job.yaml", &job, batchv1.SchemeGroupVersion.WithKind("Job"))
+	var pvc corev1.PersistentVolumeClaim
+	decode(t, "batch/pvc.yaml", &pvc, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
+	if len(k.ConfigMapGenerator) != 1 || !slices.Contains(k.ConfigMapGenerator[0].Files, "jobs.jsonl") {
+		t.Fatalf("batch/kustomization.yaml generates %+v, want one ConfigMap with jobs.jsonl", k.ConfigMapGenerator)
+	}
+	for _, p := range append(checkPod(job.Spec.Template.Spec, uid), checkJob(job, pvc, k.ConfigMapGenerator[0].Name)...) {
+		t.Errorf("batch/job.yaml: %s", p)
+	}
+	if !slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) {
+		t.Errorf("batch/pvc.yaml access modes %v, want ReadWriteMany: shards on several nodes share it", pvc.Spec.AccessModes)
+	}
+	checkImages(t, k, job.Spec.Template.Spec)
+
+	// The sample jobs file is one spotter batch accepts.
+	jobs, err := batch.Load("batch/jobs.jsonl")
+	if err != nil {
+		t.Fatalf("batch/jobs.jsonl: %v", err)
+	}
+	if int32(len(jobs)) < *job.Spec.Completions {
+		t.Errorf("batch/jobs.jsonl has %d jobs, fewer than the %d shards", len(jobs), *job.Spec.Completions)
+	}
+}
+
+func TestServe(t *testing.T) {
+	uid := imageUID(t)
+	k := readKustomization(t, "serve")
+	var dep appsv1.Deployment
+	decode(t, "serve/deployment.yaml", &dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	var svc corev1.Service
+	decode(t, "serve/service.yaml", &svc, corev1.SchemeGroupVersion.WithKind("Service"))
+	var secret corev1.Secret
+	decode(t, "serve/postgres-secret.example.yaml", &secret, corev1.SchemeGroupVersion.WithKind("Secret"))
+
+	pod := dep.Spec.Template.Spec
+	for _, p := range checkPod(pod, uid) {
+		t.Errorf("serve/deployment.yaml: %s", p)
+	}
+	checkImages(t, k, pod)
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas < 2 {
+		t.Errorf("serve replicas = %v, want at least 2: the store is shared so that replicas can be", dep.Spec.Replicas)
+	}
+	labels := dep.Spec.Template.Labels
+	for key, v := range dep.Spec.Selector.MatchLabels {
+		if labels[key] != v {
+			t.Errorf("Deployment selector %s=%s does not match its pod template's labels %v", key, v, labels)
+		}
+	}
+	for key, v := range svc.Spec.Selector {
+		if labels[key] != v {
+			t.Errorf("Service selector %s=%s does not match the Deployment's pods %v", key, v, labels)
+		}
+	}
+	c := pod.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "serve" {
+		t.Errorf("serve args = %v, want spotter serve", c.Args)
+	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	for _, p := range svc.Spec.Ports {
+		if _, ok := ports[p.TargetPort.String()]; !ok {
+			t.Errorf("Service port %s targets %s, which the container does not name (%v)", p.Name, p.TargetPort.String(), ports)
+		}
+	}
+	for name, probe := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if probe == nil || probe.HTTPGet == nil {
+			t.Errorf("serve has no HTTP %s probe", name)
+		} else if _, ok := ports[probe.HTTPGet.Port.String()]; !ok {
+			t.Errorf("serve %s probe port %s is not a container port", name, probe.HTTPGet.Port.String())
+		}
+	}
+	// The database comes from a Secret, never from the manifest.
+	var dsn *corev1.EnvVar
+	for i, e := range c.Env {
+		if e.Name == "SPOTTER_DATABASE_URL" {
+			dsn = &c.Env[i]
+		}
+		if e.Value != "" && strings.Contains(strings.ToLower(e.Name), "key") {
+			t.Errorf("env %s holds a literal secret", e.Name)
+		}
+	}
+	switch {
+	case dsn == nil:
+		t.Error("serve has no SPOTTER_DATABASE_URL")
+	case dsn.ValueFrom == nil || dsn.ValueFrom.SecretKeyRef == nil:
+		t.Error("SPOTTER_DATABASE_URL is not from a Secret")
+	default:
+		ref := dsn.ValueFrom.SecretKeyRef
+		if ref.Name != secret.Name {
+			t.Errorf("SPOTTER_DATABASE_URL is from Secret %s; the example is %s", ref.Name, secret.Name)
+		}
+		if _, ok := secret.StringData[ref.Key]; !ok {
+			t.Errorf("SPOTTER_DATABASE_URL reads key %q, which the example Secret does not have", ref.Key)
+		}
+		if ref.Optional != nil && *ref.Optional {
+			t.Error("SPOTTER_DATABASE_URL is optional; serve needs its store")
+		}
+	}
+}
+
+// checkImages checks that every container's image is one the
+// kustomization sets, so `kustomize edit set image` reaches all of them.
+func checkImages(t *testing.T, k kustomization, pod corev1.PodSpec) {
+	t.Helper()
+	for _, c := range pod.Containers {
+		found := false
+		for _, img := range k.Images {
+			found = found || img.Name == c.Image
+		}
+		if !found {
+			t.Errorf("container %s image %q is not in the kustomization's images", c.Name, c.Image)
+		}
+	}
+}
+
+// TestChecksFail makes sure the checks above catch what they are for: each
+// case breaks the real Job in one way.
+func TestChecksFail(t *testing.T) {
+	uid := imageUID(t)
+	k := readKustomization(t, "batch")
+	var good batchv1.Job
+	decode(t, "batch/job.yaml", &good, batchv1.SchemeGroupVersion.WithKind("Job"))
+	var pvc corev1.PersistentVolumeClaim
+	decode(t, "batch/pvc.yaml", &pvc, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
+	cm := k.ConfigMapGenerator[0].Name
+	if bad := append(checkPod(good.Spec.Template.Spec, uid), checkJob(good, pvc, cm)...); len(bad) > 0 {
+		t.Fatalf("the real Job fails the checks: %v", bad)
+	}
+	yes, no := true, false
+	tests := []struct {
+		name   string
+		mutate func(j *batchv1.Job)
+		want   string
+	}{
+		{"privileged", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].SecurityContext.Privileged = &yes }, "is privileged"},
+		{"root", func(j *batchv1.Job) { j.Spec.Template.Spec.SecurityContext.RunAsNonRoot = &no }, "runAsNonRoot is not true"},
+		{"no limits", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Resources.Limits = nil }, "no cpu request and limit"},
+		{"escalation", func(j *batchv1.Job) {
+			j.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+		}, "privilege escalation"},
+		{"caps", func(j *batchv1.Job) {
+			j.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"SYS_ADMIN"}
+		}, "capabilities"},
+		{"host path", func(j *batchv1.Job) {
+			j.Spec.Template.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}
+		}, "hostPath"},
+		{"non-indexed", func(j *batchv1.Job) { m := batchv1.NonIndexedCompletion; j.Spec.CompletionMode = &m }, "not Indexed"},
+		{"shard count", func(j *batchv1.Job) { n := int32(5); j.Spec.Completions = &n }, "completions is 5"},
+		{"parallelism", func(j *batchv1.Job) { n := int32(9); j.Spec.Parallelism = &n }, "parallelism"},
+		{"no shard", func(j *batchv1.Job) {
+			c := &j.Spec.Template.Spec.Containers[0]
+			i := slices.Index(c.Args, "--shard")
+			c.Args = slices.Delete(c.Args, i, i+2)
+		}, "no --shard"},
+		{"out not on the claim", func(j *batchv1.Job) {
+			c := &j.Spec.Template.Spec.Containers[0]
+			c.Args[slices.Index(c.Args, "--out")+1] = "/tmp/results"
+		}, "--out /tmp/results"},
+		{"writable jobs", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].VolumeMounts[0].ReadOnly = false }, "read-only mount"},
+		{"undefined volume", func(j *batchv1.Job) {
+			j.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name = "nope"
+		}, "undefined volume nope"},
+		{"restart", func(j *batchv1.Job) { j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure }, "restartPolicy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var j batchv1.Job
+			good.DeepCopyInto(&j)
+			tt.mutate(&j)
+			bad := append(checkPod(j.Spec.Template.Spec, uid), checkJob(j, pvc, cm)...)
+			if !slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, tt.want) }) {
+				t.Errorf("checks of a Job broken by %s = %q, want one containing %q", tt.name, bad, tt.want)
+			}
+		})
+	}
+}
+
+// TestStrictDecoding checks that a misspelt field fails to decode, as a
+// typo in a manifest would be dropped silently by kubectl apply.
+func TestStrictDecoding(t *testing.T) {
+	b, err := os.ReadFile("batch/job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typo := strings.Replace(string(b), "completionMode:", "completionMod:", 1)
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict([]byte(typo), &job); err == nil || !strings.Contains(err.Error(), "completionMod") {
+		t.Errorf("UnmarshalStrict(job with completionMod) error = %v, want one naming the unknown field", err)
+	}
+}

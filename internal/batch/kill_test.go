@@ -1,0 +1,247 @@
+package batch_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/spotter-harness/spotter/internal/batch"
+)
+
+// TestKilledBatchResumes builds the real spotter binary, runs a batch of
+// six short demo jobs two at a time, kills it with SIGKILL once two jobs
+// have finished (and another is mid-run), and runs it again: the second run must skip exactly the
+// jobs that had finished, leave their results as they were, and finish
+// every other job. The browsers of the killed batch must not outlive it.
+func TestKilledBatchResumes(t *testing.T) {
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("set SPOTTER_INTEGRATION=1 to run batches against a real Chromium")
+	}
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Fatalf("no Chromium to run the batch on: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "spotter")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/spotter-harness/spotter/cmd/spotter").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const jobsFile = "testdata/demo-jobs.jsonl"
+	jobs, err := batch.Load(jobsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	args := []string{"batch", jobsFile, "--parallel", "2", "--out", dir, "--progress", "json"}
+
+	// First run: kill -9 once two results exist.
+	first := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	first.Stderr = &stderr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }() // read below, before the test ends
+	var browsers []int
+	deadline := time.After(4 * time.Minute)
+	// Once two results exist, wait a little for a running job to have
+	// written part of its trace, so that the kill cuts one short mid-run.
+	var twoAt time.Time
+	for {
+		n := len(results(t, dir, jobs))
+		if n >= 2 && twoAt.IsZero() {
+			twoAt = time.Now()
+		}
+		if n >= 2 && (hasPartial(dir, jobs) || time.Since(twoAt) > 20*time.Second) {
+			break
+		}
+		browsers = append(browsers, descendants(first.Process.Pid)...)
+		select {
+		case err := <-exited:
+			t.Fatalf("the batch ended (%v) before it could be killed; stderr:\n%s", err, stderr.String())
+		case <-deadline:
+			first.Process.Kill()
+			<-exited
+			t.Fatalf("no two results after 4 minutes; stderr:\n%s", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	browsers = append(browsers, descendants(first.Process.Pid)...)
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	finished := results(t, dir, jobs)
+	if len(finished) >= len(jobs) {
+		t.Fatalf("all %d jobs finished before the kill; the test needs some to be cut short", len(jobs))
+	}
+	var partial []string // jobs cut short after they had written something
+	for _, j := range jobs {
+		if _, ok := finished[j.ID]; !ok {
+			if _, err := os.Stat(filepath.Join(dir, j.ID)); err == nil {
+				partial = append(partial, j.ID)
+			}
+		}
+	}
+	t.Logf("killed with %d of %d jobs finished: %v; partial: %v", len(finished), len(jobs), slices.Sorted(maps.Keys(finished)), partial)
+
+	// Nothing the killed batch started may live on (chromedp asks the
+	// kernel to kill a browser whose parent dies).
+	alive := func() []int {
+		var out []int
+		for _, pid := range slices.Compact(slices.Sorted(slices.Values(browsers))) {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	if len(browsers) == 0 {
+		t.Errorf("saw no child processes of the batch; was a browser started?")
+	}
+	for wait := time.Now().Add(15 * time.Second); len(alive()) > 0 && time.Now().Before(wait); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := alive(); len(left) > 0 {
+		t.Errorf("processes of the killed batch still run: %v", left)
+	}
+
+	// Second run: the same command, to the end.
+	second := exec.CommandContext(ctx, bin, args...)
+	second.Stderr = &stderr
+	out, err := second.Output()
+	if err != nil {
+		t.Fatalf("re-run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	var skipped, started []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var e batch.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("re-run progress line %q: %v", sc.Text(), err)
+		}
+		switch e.Event {
+		case "skip":
+			skipped = append(skipped, e.ID)
+		case "start":
+			started = append(started, e.ID)
+		}
+	}
+	var unfinished []string
+	for _, j := range jobs {
+		if _, ok := finished[j.ID]; !ok {
+			unfinished = append(unfinished, j.ID)
+		}
+	}
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(finished)), slices.Sorted(slices.Values(skipped))); diff != "" {
+		t.Errorf("jobs the re-run skipped (-finished before the kill +skipped):\n%s", diff)
+	}
+	if diff := cmp.Diff(unfinished, slices.Sorted(slices.Values(started))); diff != "" {
+		t.Errorf("jobs the re-run ran (-unfinished +ran):\n%s", diff)
+	}
+	after := results(t, dir, jobs)
+	if len(after) != len(jobs) {
+		t.Errorf("after the re-run %d of %d jobs have a result.json", len(after), len(jobs))
+	}
+	for id, before := range finished {
+		if !bytes.Equal(after[id], before) {
+			t.Errorf("job %s's result.json changed on the re-run; a finished job must not run again", id)
+		}
+	}
+	for _, id := range partial {
+		if _, err := os.Stat(filepath.Join(dir, batch.PartialDir, id)); err != nil {
+			t.Errorf("job %s's partial output was not moved aside: %v", id, err)
+		}
+	}
+	summaryPath, junitPath := batch.Files(dir, batch.Shard{})
+	var sum batch.Summary
+	raw, err := os.ReadFile(summaryPath)
+	if err == nil {
+		err = json.Unmarshal(raw, &sum)
+	}
+	if err != nil || sum.Passed != len(jobs) || sum.Reused != len(finished) {
+		t.Errorf("summary: passed %d, reused %d (%v), want %d passed, %d reused", sum.Passed, sum.Reused, err, len(jobs), len(finished))
+	}
+	if _, err := os.Stat(junitPath); err != nil {
+		t.Errorf("junit.xml: %v", err)
+	}
+}
+
+// results reads the result.json of every job that has one.
+func results(t *testing.T, dir string, jobs []batch.Job) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, j := range jobs {
+		b, err := os.ReadFile(filepath.Join(dir, j.ID, batch.ResultFile))
+		if err == nil {
+			out[j.ID] = b
+		}
+	}
+	return out
+}
+
+// hasPartial reports whether a job has begun its trace but has no result.
+func hasPartial(dir string, jobs []batch.Job) bool {
+	for _, j := range jobs {
+		_, errTrace := os.Stat(filepath.Join(dir, j.ID, "events.jsonl"))
+		_, errResult := os.Stat(filepath.Join(dir, j.ID, batch.ResultFile))
+		if errTrace == nil && errResult != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// descendants lists the processes below pid, from /proc.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(fields[1]); err == nil {
+			parent[p] = pp
+		}
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
