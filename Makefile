@@ -18,13 +18,15 @@ demo: deps build ## run the demo task (a replayed Claude session on the built-in
 	@rm -rf runs/demo
 	./$(BIN) run $(DEMO) --out runs/demo
 
-test: deps ## vet, unit tests with -race, then every test against a real Chromium
+test: deps ## vet, unit tests with -race, then every test against a real Chromium, Xvnc and Playwright
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	SPOTTER_INTEGRATION=1 $(GO) test -count=1 -timeout 15m ./...
+	SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/
 
-bench: deps ## the step benchmark on a real Chromium
-	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchtime 60x ./screen/cdp/
+bench: deps ## step latency per display mode against a same-run baseline, and VNC capture latency
+	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench 'Step$$' -benchtime 1x -step.rounds 30 ./screen/cdp/
+	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchtime 40x ./screen/vnc/
 
 fuzz: ## run each fuzz target for 30s
 	@for p in $$($(GO) list ./...); do \

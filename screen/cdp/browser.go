@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +21,73 @@ import (
 // ErrNoBrowser is returned by Launch and Open when no Chromium binary is
 // found.
 var ErrNoBrowser = errors.New("chromium not found on PATH: install Debian's chromium package (apt-get install -y chromium)")
+
+// Mode is how a browser's displays get their pages drawn, settled and
+// captured. The zero Mode is ModeAuto.
+type Mode uint8
+
+const (
+	// ModeAuto is FrameControl if chromium-headless-shell is on PATH (or
+	// Config.Exec names a headless shell), and Screencast otherwise.
+	ModeAuto Mode = iota
+	// Screencast runs regular headless Chromium, which draws frames on its
+	// own clock. A display watches a screencast of tiny images to see when
+	// the page stops drawing, and captures with Page.captureScreenshot.
+	Screencast
+	// FrameControl runs chromium-headless-shell with begin-frame control:
+	// the page is drawn only when the display runs a frame
+	// (HeadlessExperimental.beginFrame). A display runs frames until one
+	// draws nothing new and takes the screenshot from the next one, which
+	// the compositor draws at the size the model wants.
+	FrameControl
+)
+
+var modeNames = [...]string{ModeAuto: "auto", Screencast: "screencast", FrameControl: "frame-control"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", m)
+}
+
+// ParseMode parses "auto" (or ""), "screencast" or "frame-control".
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "auto":
+		return ModeAuto, nil
+	case "screencast":
+		return Screencast, nil
+	case "frame-control", "framecontrol", "frame":
+		return FrameControl, nil
+	}
+	return ModeAuto, fmt.Errorf("display mode %q: want auto, screencast or frame-control", s)
+}
+
+// headlessShell is the binary of Chromium's headless shell, which alone
+// implements begin-frame control.
+const headlessShell = "chromium-headless-shell"
+
+// debianShell is the binary of Debian's chromium-headless-shell package.
+// Its /usr/bin/chromium-headless-shell is a script that runs the binary as
+// its child without exec, so a signal to the process chromedp started (a
+// kill when the browser does not close) would not reach the browser.
+const debianShell = "/usr/lib/chromium/chromium-headless-shell"
+
+// findHeadlessShell returns the path of the headless shell on PATH, or of
+// the binary behind Debian's script.
+func findHeadlessShell() (string, bool) {
+	p, err := exec.LookPath(headlessShell)
+	if err != nil {
+		return "", false
+	}
+	if p == "/usr/bin/"+headlessShell {
+		if fi, err := os.Stat(debianShell); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return debianShell, true
+		}
+	}
+	return p, true
+}
 
 // ErrUnresponsive marks a page that did not answer a protocol command within
 // the display's CommandTimeout, such as a page whose script runs an endless
@@ -38,6 +107,7 @@ const (
 	logKeyFrame     = "frame"
 	logKeySettle    = "settle"
 	logKeyTimedOut  = "timed_out"
+	logKeyMode      = "mode"
 )
 
 // browserCloseTimeout bounds a graceful browser shutdown; after it the
@@ -46,8 +116,14 @@ const browserCloseTimeout = 5 * time.Second
 
 // Config configures a browser and, as defaults, its displays.
 type Config struct {
-	// Exec is the Chromium binary. Empty means the first of chromium,
-	// chromium-browser and google-chrome found on PATH.
+	// Mode is how displays draw and capture pages; ModeAuto (the zero
+	// value) picks FrameControl when chromium-headless-shell is available.
+	Mode Mode
+	// Exec is the Chromium binary. Empty means chromium-headless-shell on
+	// PATH for FrameControl, and otherwise the first of chromium,
+	// chromium-browser and google-chrome found on PATH. Under ModeAuto, an
+	// Exec whose name contains "headless-shell" or "headless_shell" means
+	// FrameControl, any other Screencast.
 	Exec string
 	// Viewport is the CSS size of a display's viewport; zero means 1280x800.
 	Viewport screen.Size
@@ -125,6 +201,7 @@ type Browser struct {
 	cfg  Config
 	log  *slog.Logger
 	path string
+	mode Mode // FrameControl or Screencast; the zero value means Screencast
 
 	// ctx is chromedp's handle on the browser. It is not a request
 	// context: chromedp binds the browser's lifetime to it, and cancels it
@@ -150,7 +227,7 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("launch chromium: %w", err)
 	}
-	path, err := findChromium(cfg.Exec)
+	mode, path, err := findBrowser(cfg.Mode, cfg.Exec)
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +242,17 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 	)
+	if mode == FrameControl {
+		opts = append(opts,
+			chromedp.Flag("enable-begin-frame-control", true),
+			chromedp.Flag("run-all-compositor-stages-before-draw", true),
+			// Decode images before the frame that shows them, so that a
+			// frame without damage never still waits for a decode.
+			chromedp.Flag("disable-checker-imaging", true),
+		)
+	}
 	opts = append(opts, flags...)
-	log := cfg.Logger.With(logKeyComponent, "chromium")
+	log := cfg.Logger.With(logKeyComponent, "chromium", logKeyMode, mode.String())
 	// The browser outlives ctx, so its contexts derive from one that is
 	// never canceled by the caller.
 	actx, acancel := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
@@ -178,7 +264,7 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 			log.Warn(fmt.Sprintf(format, args...))
 		}),
 	)
-	b := &Browser{cfg: cfg, log: log, path: path, ctx: bctx, cancel: bcancel, allocCancel: acancel}
+	b := &Browser{cfg: cfg, log: log, path: path, mode: mode, ctx: bctx, cancel: bcancel, allocCancel: acancel}
 
 	// The first call on bctx starts the process and binds it to bctx, so it
 	// must not carry ctx's deadline; wait for it here instead.
@@ -219,7 +305,39 @@ func parseFlags(flags []string) ([]chromedp.ExecAllocatorOption, error) {
 	return opts, nil
 }
 
-// findChromium returns the path of the Chromium binary.
+// findBrowser resolves mode and returns the Chromium binary for it.
+func findBrowser(mode Mode, name string) (Mode, string, error) {
+	if mode > FrameControl {
+		return mode, "", fmt.Errorf("launch chromium: unknown display mode %v", mode)
+	}
+	if name != "" {
+		p, err := findChromium(name)
+		if err != nil {
+			return mode, "", err
+		}
+		if mode == ModeAuto {
+			mode = Screencast
+			if base := filepath.Base(p); strings.Contains(base, "headless-shell") || strings.Contains(base, "headless_shell") {
+				mode = FrameControl
+			}
+		}
+		return mode, p, nil
+	}
+	if mode != Screencast {
+		if p, ok := findHeadlessShell(); ok {
+			return FrameControl, p, nil
+		}
+		if mode == FrameControl {
+			return mode, "", fmt.Errorf("%s not found on PATH, which frame control needs (apt-get install -y %s): %w",
+				headlessShell, headlessShell, ErrNoBrowser)
+		}
+	}
+	p, err := findChromium("")
+	return Screencast, p, err
+}
+
+// findChromium returns the path of the Chromium binary: name, or the first
+// regular Chromium found on PATH.
 func findChromium(name string) (string, error) {
 	if name != "" {
 		p, err := exec.LookPath(name)
@@ -234,6 +352,15 @@ func findChromium(name string) (string, error) {
 		}
 	}
 	return "", ErrNoBrowser
+}
+
+// Mode returns how the browser's displays draw and capture pages:
+// FrameControl or Screencast.
+func (b *Browser) Mode() Mode {
+	if b.mode == FrameControl {
+		return FrameControl
+	}
+	return Screencast
 }
 
 // Close stops the browser: it closes every display's tab, asks Chromium to

@@ -39,7 +39,7 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 	if timeout == 0 {
 		timeout = d.cfg.SettleTimeout
 	}
-	settled, err := d.settle(ctx, timeout)
+	settled, err := d.r.settle(ctx, req, timeout)
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
@@ -57,7 +57,7 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 		}
 	}
 	taken := time.Now()
-	data, err := d.grab(ctx, req, scroll)
+	data, err := d.r.grab(ctx, req, scroll)
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
@@ -150,34 +150,6 @@ func (d *Display) captureRequest(o screen.CaptureOptions) (captureReq, error) {
 	return r, nil
 }
 
-// grab is the capture path: Page.captureScreenshot of the clip, which the
-// browser scales and encodes itself. The clip of captureScreenshot is in
-// document coordinates, so the page's scroll offset is added.
-func (d *Display) grab(ctx context.Context, r captureReq, scroll actions.Point) ([]byte, error) {
-	p := page.CaptureScreenshotParams{
-		Format: page.CaptureScreenshotFormatPng,
-		Clip: &page.Viewport{
-			X:      r.clip.Min.X + scroll.X,
-			Y:      r.clip.Min.Y + scroll.Y,
-			Width:  r.clip.Dx(),
-			Height: r.clip.Dy(),
-			Scale:  r.scale,
-		},
-		OptimizeForSpeed: new(true),
-	}
-	if r.format == screen.JPEG {
-		p.Format = page.CaptureScreenshotFormatJpeg
-		p.Quality = new(int64(r.quality))
-	}
-	d.state.setCapturing(true)
-	defer d.state.setCapturing(false)
-	res, err := call(ctx, d, page.CaptureScreenshot, p)
-	if err != nil {
-		return nil, err
-	}
-	return res.Data, nil
-}
-
 // imageSize reads the format and size of a PNG or JPEG from its header.
 func imageSize(data []byte) (screen.Format, screen.Size, error) {
 	switch {
@@ -197,8 +169,9 @@ func imageSize(data []byte) (screen.Format, screen.Size, error) {
 	return "", screen.Size{}, errors.New("neither PNG nor JPEG")
 }
 
-// settle waits until the page is quiet or timeout has passed; a negative
-// timeout does not wait. It fails only if ctx ends.
+// settle is the settle of Screencast mode: it waits until the page is quiet
+// or timeout has passed; a negative timeout does not wait. It fails only if
+// ctx ends.
 func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Settle, error) {
 	if timeout < 0 {
 		return screen.Settle{}, nil

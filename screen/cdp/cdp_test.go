@@ -64,6 +64,19 @@ func integration(t testing.TB) {
 	}
 }
 
+// testMode is the display mode the integration tests run in: the
+// environment variable SPOTTER_CDP_MODE ("screencast", "frame-control";
+// unset or "auto": the default). A FrameControl run needs
+// chromium-headless-shell and fails without it.
+func testMode(t testing.TB) Mode {
+	t.Helper()
+	m, err := ParseMode(os.Getenv("SPOTTER_CDP_MODE"))
+	if err != nil {
+		t.Fatalf("SPOTTER_CDP_MODE: %v", err)
+	}
+	return m
+}
+
 // testLogger discards chromedp's diagnostics unless -v is given.
 func testLogger() *slog.Logger {
 	if testing.Verbose() {
@@ -76,10 +89,14 @@ func testLogger() *slog.Logger {
 func testBrowser(t testing.TB) *Browser {
 	t.Helper()
 	integration(t)
+	mode := testMode(t)
 	browserOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		browser, browserErr = Launch(ctx, Config{Logger: testLogger()})
+		browser, browserErr = Launch(ctx, Config{Logger: testLogger(), Mode: mode})
+		if browserErr == nil {
+			t.Logf("test browser: %s in %v mode", browser.path, browser.Mode())
+		}
 	})
 	if browserErr != nil {
 		t.Fatalf("Launch() = %v", browserErr)

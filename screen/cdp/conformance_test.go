@@ -23,7 +23,11 @@ func conformance(t *testing.T, wrap func(*cdp.Display) screentest.Display) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	b, err := cdp.Launch(ctx, cdp.Config{})
+	mode, err := cdp.ParseMode(os.Getenv("SPOTTER_CDP_MODE"))
+	if err != nil {
+		t.Fatalf("SPOTTER_CDP_MODE: %v", err)
+	}
+	b, err := cdp.Launch(ctx, cdp.Config{Mode: mode})
 	if err != nil {
 		t.Fatalf("Launch() = %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/spotter-harness/spotter/actions"
@@ -31,6 +31,10 @@ type Display struct {
 	t       cdp.Session       // the tab: a *chromedp.Target
 	browser *chromedp.Browser // nil in unit tests
 	state   *pageState
+	r       renderer // how the page is drawn, settled and captured (the Mode)
+	// browserContext is the tab's browser context when the display made it
+	// itself (FrameControl); Close disposes of it.
+	browserContext cdp.BrowserContextID
 
 	// bg scopes the display's own goroutine (screencast acks); Close
 	// cancels it and waits for wg.
@@ -50,15 +54,11 @@ type Display struct {
 	buttons int64 // CDP bitmask of the mouse buttons held down
 }
 
-// screencastSize is the bound of the tiny screencast images that only serve
-// as a signal that the page drew a new frame.
-const screencastSize = 16
-
 // NewDisplay opens a new tab in a new browser context, so that it shares no
 // cookies, storage or history with other displays, and emulates cfg's
-// viewport and device pixel ratio. ctx bounds the opening only. The display
-// runs one goroutine of its own (it acknowledges screencast frames) until
-// Close.
+// viewport and device pixel ratio. ctx bounds the opening only. In
+// Screencast mode the display runs one goroutine of its own (it
+// acknowledges screencast frames) until Close.
 func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, error) {
 	cfg = cfg.withDefaults(b.cfg)
 	if err := cfg.validate(); err != nil {
@@ -73,10 +73,20 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		state:  newPageState(time.Now()),
 		closed: make(chan struct{}),
 	}
-	tctx, tcancel := chromedp.NewContext(b.ctx,
-		chromedp.WithNewBrowserContext(),
-		chromedp.WithListener(d.state.onEvent),
-	)
+	frames := b.Mode() == FrameControl
+	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent)}
+	if frames {
+		// A frame-controlled tab must be created as one, so the display
+		// creates its browser context and tab itself.
+		id, err := b.newFrameTarget(ctx, d, cfg.Viewport)
+		if err != nil {
+			return nil, fmt.Errorf("new display: %w", err)
+		}
+		opts = append(opts, chromedp.WithTargetID(id))
+	} else {
+		opts = append(opts, chromedp.WithNewBrowserContext())
+	}
+	tctx, tcancel := chromedp.NewContext(b.ctx, opts...)
 	d.ctx = tctx
 	d.bg, d.bgCancel = context.WithCancel(context.Background())
 
@@ -95,6 +105,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 	if err != nil {
 		tcancel()
 		d.bgCancel()
+		d.disposeContext(b.ctx)
 		if b.lost() {
 			err = errors.Join(err, screen.ErrGone)
 		}
@@ -102,60 +113,69 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 	}
 	c := chromedp.FromContext(tctx)
 	d.t, d.browser = c.Target, c.Browser
-	d.wg.Go(d.ackFrames)
-
+	if frames {
+		d.r = &frameControl{d: d}
+	} else {
+		d.r = &screencast{d: d}
+	}
 	if err := d.setup(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("new display: %w", err), d.Close(ctx))
 	}
 	return d, nil
 }
 
-// setup emulates the viewport and starts the frame signal.
-func (d *Display) setup(ctx context.Context) error {
-	vp := d.cfg.Viewport
-	if _, err := call(ctx, d, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width:             int64(vp.W),
-		Height:            int64(vp.H),
-		DeviceScaleFactor: d.cfg.DPR,
-		ScreenWidth:       int64(vp.W),
-		ScreenHeight:      int64(vp.H),
-	}); err != nil {
-		return err
+// newFrameTarget creates a browser context for d and, in a window of the
+// viewport's size, a tab in it whose frames begin only when the display
+// asks for them.
+func (b *Browser) newFrameTarget(ctx context.Context, d *Display, vp screen.Size) (target.ID, error) {
+	br := chromedp.FromContext(b.ctx).Browser
+	bc, err := cdp.Call(ctx, br, target.CreateBrowserContext, target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
+	if err != nil {
+		return "", fmt.Errorf("create browser context: %w", err)
 	}
+	d.browserContext = bc.BrowserContextID
+	res, err := cdp.Call(ctx, br, target.CreateTarget, target.CreateTargetParams{
+		URL:                     "about:blank",
+		Width:                   int64(vp.W),
+		Height:                  int64(vp.H),
+		BrowserContextID:        bc.BrowserContextID,
+		EnableBeginFrameControl: new(true),
+		NewWindow:               new(true),
+	})
+	if err != nil {
+		d.disposeContext(b.ctx)
+		return "", fmt.Errorf("create frame-controlled tab: %w", err)
+	}
+	return res.TargetID, nil
+}
+
+// disposeContext disposes of the browser context the display made, if
+// any. ctx is a chromedp context of the browser; the call is bounded by
+// its own timeout.
+func (d *Display) disposeContext(ctx context.Context) {
+	if d.browserContext == "" {
+		return
+	}
+	c := chromedp.FromContext(ctx)
+	if c == nil || c.Browser == nil {
+		return
+	}
+	tctx, cancel := context.WithTimeout(context.Background(), browserCloseTimeout)
+	defer cancel()
+	// An error leaves nothing to do: the context goes with the browser.
+	_, _ = cdp.Call(tctx, c.Browser, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: d.browserContext})
+	d.browserContext = ""
+}
+
+// setup makes the page behave like a focused window and lets the renderer
+// emulate the viewport and device pixel ratio.
+func (d *Display) setup(ctx context.Context) error {
 	// Headless windows are not focused; without this, focus and blur
 	// events, :focus styles and the caret behave unlike a real browser.
 	if _, err := call(ctx, d, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
 		return err
 	}
-	q := int64(10)
-	_, err := call(ctx, d, page.StartScreencast, page.StartScreencastParams{
-		Format:        page.StartScreencastFormatJpeg,
-		Quality:       &q,
-		MaxWidth:      screencastSize,
-		MaxHeight:     screencastSize,
-		EveryNthFrame: 1, MaxFramesInFlight: 8,
-	})
-	return err
-}
-
-// ackFrames acknowledges screencast frames so that Chromium keeps sending
-// them. It returns when the display closes.
-func (d *Display) ackFrames() {
-	for {
-		select {
-		case <-d.bg.Done():
-			return
-		case <-d.state.ackWake:
-		}
-		for _, id := range d.state.takeAcks() {
-			ctx, cancel := context.WithTimeout(d.bg, d.cfg.CommandTimeout)
-			_, err := cdp.Call(ctx, d.t, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: id})
-			cancel()
-			if err != nil && d.goneCause() != "" {
-				return
-			}
-		}
-	}
+	return d.r.setup(ctx)
 }
 
 // Close closes the tab and disposes of its browser context; a display from
@@ -172,6 +192,9 @@ func (d *Display) Close(ctx context.Context) error {
 		err := chromedp.Cancel(d.ctx)
 		if err != nil && alive && !d.browserLost() {
 			d.closeErr = fmt.Errorf("close display: %w", err)
+		}
+		if !d.browserLost() {
+			d.disposeContext(d.ctx)
 		}
 		if d.owned != nil {
 			d.closeErr = errors.Join(d.closeErr, d.owned.Close(ctx))
@@ -237,9 +260,13 @@ func call[P, R any](ctx context.Context, d *Display, c cdp.Command[P, R], p P) (
 }
 
 // callWithin is call with its own bound.
+// A JavaScript dialog that opens while the command runs ends the wait at
+// once: the page answers nothing until the dialog closes.
 func callWithin[P, R any](ctx context.Context, d *Display, timeout time.Duration, c cdp.Command[P, R], p P) (R, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	stop := context.AfterFunc(d.state.dialogOpened(), cancel)
+	defer stop()
 	r, err := cdp.Call(cctx, d.t, c, p)
 	if err != nil {
 		return r, d.translate(ctx, c.Method, timeout, err)
@@ -254,10 +281,12 @@ func (d *Display) translate(ctx context.Context, method string, timeout time.Dur
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", method, context.Cause(ctx))
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if dlg := d.state.openDialog(); dlg != "" {
 			return fmt.Errorf("%s: the page is blocked by %s: %w", method, dlg, ErrUnresponsive)
 		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: no answer within %v: %w", method, timeout, ErrUnresponsive)
 	}
 	return fmt.Errorf("%s: %v", method, err)

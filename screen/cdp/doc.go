@@ -12,25 +12,50 @@
 //	Capture(ctx, screen.CaptureOptions) (screen.Shot, error)
 //	Perform(ctx, screen.Mapped) error
 //
-// Capture first waits, bounded by a settle timeout, until the page is quiet.
-// After input it waits for the page to begin a new animation frame (a
-// requestAnimationFrame fence), so that the input's effects have reached the
-// page. Then the page counts as quiet when no navigation is loading, no
-// network request is in flight (long-lived ones, such as WebSockets,
-// EventSource streams and requests older than the timeout, are ignored), no
-// new compositor frame has been drawn for a short quiet window, and
-// document.getAnimations() reports no running animation. New frames are seen
-// through a screencast of tiny images that Chromium sends only when something
-// on the page was redrawn; the first frame after the fence is the input's own
-// redraw and does not count. A page that never goes quiet is captured anyway,
-// with the reason in Frame.Settle. The browser then scales the capture itself
-// to the size the model wants, and Capture reads the encoded image's header
-// to make sure the size is what it asked for.
+// A browser runs in one of two modes ([Mode]), chosen by Config.Mode; by
+// default FrameControl when Debian's chromium-headless-shell is installed,
+// and Screencast otherwise. Both capture the same images and pass the same
+// tests; FrameControl is several times faster per step (docs/PERFORMANCE.md,
+// "Step latency").
+//
+// Capture first waits, bounded by a settle timeout, until the page is
+// quiet: no navigation is loading and no network request is in flight
+// (long-lived ones, such as WebSockets, EventSource streams and requests
+// older than the timeout, are ignored), and the page has stopped drawing.
+// A page that never goes quiet is captured anyway, with the reason in
+// Frame.Settle. Capture reads the encoded image's header to make sure its
+// size is what it asked for.
+//
+// In FrameControl mode (chromium-headless-shell with begin-frame control),
+// the page is drawn only when the display runs a frame
+// (HeadlessExperimental.beginFrame), and each frame says whether it drew
+// anything new. Capture runs frames, back to back after input and then at
+// 60 per second, until one draws nothing new while the page loads nothing;
+// the image is the screenshot of one more frame. The compositor draws it
+// at the size the model wants: the window is that size and the page is
+// drawn scaled into it, still laid out at the viewport's CSS size and
+// device pixel ratio. A region (zoom) is captured with
+// Page.captureScreenshot while frames run. An idle page costs no CPU, as
+// nothing is drawn unless asked for.
+//
+// In Screencast mode (regular headless Chromium), after input Capture
+// waits for the page to begin a new animation frame (a requestAnimationFrame
+// fence), so that the input's effects have reached the page. New frames are
+// seen through a screencast of tiny images that Chromium sends only when
+// something on the page was redrawn; the first frame after the fence is
+// the input's own redraw and does not count; the page is quiet when no new
+// frame has been drawn for a short quiet window and
+// document.getAnimations() reports no running animation. The browser then
+// scales the capture itself (Page.captureScreenshot with a clip).
 //
 // Perform takes coordinates in CSS pixels of the viewport (what
 // screen.Frame.Map produces) and sends them as Input.dispatchMouseEvent and
 // Input.dispatchKeyEvent events, so pages see the same events a person's mouse
-// and keyboard would cause.
+// and keyboard would cause. In FrameControl mode a scaled window takes them
+// scaled to its pixels, except wheel turns, before which the window goes
+// back to the viewport's size (Chromium would scroll by window pixels); and
+// mouse moves and wheel turns, which Chromium delivers with a frame, run
+// frames until they are answered.
 //
 // A browser that dies, or a tab that crashes or closes, makes Capture and
 // Perform fail with an error that wraps screen.ErrGone. A page that stops
@@ -39,13 +64,16 @@
 //
 // A JavaScript dialog (alert, confirm, prompt) blocks its page; this display
 // does not handle dialogs yet, so Capture and Perform fail with
-// ErrUnresponsive naming the dialog while one is open.
+// ErrUnresponsive naming the dialog as soon as one opens, and while it is
+// open.
 //
 // What must be closed: a Browser with Browser.Close, which also ends its
 // displays; a Display with Display.Close (a Display from Open also closes its
 // browser). A Browser runs chromedp's goroutines and the Chromium process
-// until its Close returns; each Display runs one goroutine of its own, which
-// has ended when its Close returns. Close methods run to the end even when
+// until its Close returns; each Display in Screencast mode runs one
+// goroutine of its own, which has ended when its Close returns; Perform and
+// Capture in FrameControl mode run one while they wait for a command that
+// needs frames, and it has ended when they return. Close methods run to the end even when
 // their context is canceled, bounded by their own timeouts of a few seconds.
 //
 // This is the only package of the module that imports chromedp and cdproto.

@@ -176,15 +176,47 @@ func (d *Display) pointerAction(ctx context.Context, a actions.Action) error {
 }
 
 // mouse dispatches one mouse event with the buttons currently held, and
-// remembers where the pointer is.
+// remembers where the pointer is. p's coordinates are CSS px.
 func (d *Display) mouse(ctx context.Context, p input.DispatchMouseEventParams) error {
-	p.Buttons = d.buttons
-	p.PointerType = input.DispatchMouseEventPointerTypeMouse
-	if _, err := call(ctx, d, input.DispatchMouseEvent, p); err != nil {
+	css := actions.Pt(p.X, p.Y)
+	s, err := d.r.pointer(ctx, false)
+	if err != nil {
 		return err
 	}
-	d.pointer = actions.Pt(p.X, p.Y)
+	p.X, p.Y = toWindow(css, s)
+	p.Buttons = d.buttons
+	p.PointerType = input.DispatchMouseEventPointerTypeMouse
+	send := func(ctx context.Context) error {
+		_, err := call(ctx, d, input.DispatchMouseEvent, p)
+		return err
+	}
+	if p.Type == input.DispatchMouseEventTypeMouseMoved {
+		// Chromium delivers moves with the next animation frame.
+		err = d.r.framed(ctx, send)
+	} else {
+		err = send(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	d.pointer = css
 	return nil
+}
+
+// inputNudge is how far, in CSS px, toWindow moves a point right and down
+// when the window is scaled, so that the float32 arithmetic of the way
+// back to CSS px never lands a hair to the left of or above a whole
+// pixel, which pages would see as the pixel before (MouseEvent.clientX is
+// whole pixels).
+const inputNudge = 1.0 / 256
+
+// toWindow converts a point in CSS px of the viewport to the coordinates
+// of input events in a window of s pixels per CSS px.
+func toWindow(p actions.Point, s float64) (x, y float64) {
+	if s == 1 {
+		return p.X, p.Y
+	}
+	return (p.X + inputNudge) * s, (p.Y + inputNudge) * s
 }
 
 // wheelParams are Input.dispatchMouseEvent's parameters for a wheel event.
@@ -203,14 +235,22 @@ type wheelParams struct {
 var dispatchWheel = cdp.Command[wheelParams, cdp.Empty]{Method: input.CommandDispatchMouseEvent}
 
 // wheel turns the mouse wheel at a point, so that whatever is under the
-// point scrolls (an inner scroll container, or the page).
+// point scrolls (an inner scroll container, or the page). The point and
+// deltas are CSS px.
 func (d *Display) wheel(ctx context.Context, at actions.Point, dx, dy float64, mods int64) error {
-	_, err := call(ctx, d, dispatchWheel, wheelParams{
-		Type: input.DispatchMouseEventTypeMouseWheel, X: at.X, Y: at.Y,
-		Modifiers: mods, Buttons: d.buttons, DeltaX: dx, DeltaY: dy,
-		PointerType: input.DispatchMouseEventPointerTypeMouse,
+	s, err := d.r.pointer(ctx, true)
+	if err != nil {
+		return err
+	}
+	x, y := toWindow(at, s)
+	return d.r.framed(ctx, func(ctx context.Context) error {
+		_, err := call(ctx, d, dispatchWheel, wheelParams{
+			Type: input.DispatchMouseEventTypeMouseWheel, X: x, Y: y,
+			Modifiers: mods, Buttons: d.buttons, DeltaX: dx * s, DeltaY: dy * s,
+			PointerType: input.DispatchMouseEventPointerTypeMouse,
+		})
+		return err
 	})
-	return err
 }
 
 // moveTo moves the pointer to at unless it is there already.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -664,7 +665,7 @@ func TestUnsupportedKinds(t *testing.T) {
 
 func TestBrowserKilled(t *testing.T) {
 	integration(t)
-	d, err := Open(t.Context(), Config{Logger: testLogger(), CommandTimeout: 5 * time.Second})
+	d, err := Open(t.Context(), Config{Logger: testLogger(), Mode: testMode(t), CommandTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("Open() = %v", err)
 	}
@@ -695,7 +696,7 @@ func TestBrowserKilled(t *testing.T) {
 
 func TestHungPage(t *testing.T) {
 	integration(t)
-	d, err := Open(t.Context(), Config{Logger: testLogger(), CommandTimeout: time.Second})
+	d, err := Open(t.Context(), Config{Logger: testLogger(), Mode: testMode(t), CommandTimeout: time.Second})
 	if err != nil {
 		t.Fatalf("Open() = %v", err)
 	}
@@ -736,7 +737,7 @@ func TestDisplaysAreIsolated(t *testing.T) {
 
 func TestCloseRemovesProfile(t *testing.T) {
 	integration(t)
-	b, err := Launch(t.Context(), Config{Logger: testLogger()})
+	b, err := Launch(t.Context(), Config{Logger: testLogger(), Mode: testMode(t)})
 	if err != nil {
 		t.Fatalf("Launch() = %v", err)
 	}
@@ -818,5 +819,45 @@ func TestDialogBlocks(t *testing.T) {
 	_, err = d.Capture(t.Context(), screen.CaptureOptions{})
 	if !errors.Is(err, ErrUnresponsive) || time.Since(start) > 100*time.Millisecond {
 		t.Errorf("Capture() with an alert open = %v after %v, want ErrUnresponsive at once", err, time.Since(start))
+	}
+}
+
+// TestInputAfterScaledCapture checks that clicks and wheel turns land
+// where they should after captures at a model's size: in FrameControl
+// mode the window is then scaled, and input coordinates with it.
+func TestInputAfterScaledCapture(t *testing.T) {
+	for _, dpr := range []float64{1, 2} {
+		t.Run(fmt.Sprintf("dpr%g", dpr), func(t *testing.T) {
+			d := newDisplay(t, DisplayConfig{DPR: dpr})
+			load(t, d, "events.html")
+			for i, size := range []screen.Size{{W: 1024, H: 640}, {W: 733, H: 458}, {W: 1024, H: 640}} {
+				capture(t, d, screen.CaptureOptions{Size: size})
+				takeEvents(t, d)
+				p := actions.Pt(37+float64(i), 411)
+				do(t, d, kind(actions.Click, at(p.X, p.Y)))
+				got := only(takeEvents(t, d), "click")
+				want := []event{{Type: "click", X: p.X, Y: p.Y, Detail: 1}}
+				if diff := cmp.Diff(want, got, mouseFields); diff != "" {
+					t.Errorf("after a %v capture, Perform(click at %v) events (-want +got):\n%s", size, p, diff)
+				}
+
+				capture(t, d, screen.CaptureOptions{Size: size})
+				before := eval[float64](t, d, "document.getElementById('scroller').scrollTop")
+				a := kind(actions.Scroll, at(750, 200)) // inside #scroller
+				a.DeltaY = 100
+				do(t, d, a)
+				capture(t, d, screen.CaptureOptions{Size: size})
+				wheels := only(takeEvents(t, d), "wheel")
+				// Under an emulated device pixel ratio, Chromium (in either
+				// mode) reports WheelEvent.deltaY divided by it, while the
+				// page scrolls by the CSS px asked for.
+				if len(wheels) != 1 || wheels[0].X != 750 || wheels[0].Y != 200 || wheels[0].DY != 100/dpr || wheels[0].Target != "inner" {
+					t.Errorf("after a %v capture, wheel events = %+v, want one at (750,200) with deltaY %g on #inner", size, wheels, 100/dpr)
+				}
+				if got := eval[float64](t, d, "document.getElementById('scroller').scrollTop") - before; math.Abs(got-100) > 1 {
+					t.Errorf("after a %v capture, a wheel turn of 100 px scrolled #scroller by %g px", size, got)
+				}
+			}
+		})
 	}
 }

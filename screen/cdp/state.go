@@ -1,6 +1,7 @@
 package cdp
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,7 +43,11 @@ type pageState struct {
 
 	crashed bool
 	dialog  string // the JavaScript dialog that blocks the page, if any
-	events  []string
+	// dialogCtx is canceled when a dialog opens, and replaced when it
+	// closes: commands to the page stop waiting for an answer then.
+	dialogCtx    context.Context
+	dialogCancel context.CancelFunc
+	events       []string
 }
 
 // request is a network request in flight.
@@ -52,7 +57,10 @@ type request struct {
 }
 
 func newPageState(now time.Time) *pageState {
+	dctx, dcancel := context.WithCancel(context.Background())
 	return &pageState{
+		dialogCtx:    dctx,
+		dialogCancel: dcancel,
 		changed:      make(chan struct{}, 1),
 		ackWake:      make(chan struct{}, 1),
 		url:          "about:blank",
@@ -126,8 +134,11 @@ func (s *pageState) event(now time.Time, ev any) {
 	case *page.EventJavascriptDialogOpening:
 		s.dialog = fmt.Sprintf("a JavaScript %s dialog (%q)", ev.Type, ev.Message)
 		s.events = append(s.events, s.dialog+" opened")
+		s.dialogCancel()
 	case *page.EventJavascriptDialogClosed:
 		s.dialog = ""
+		s.dialogCancel()
+		s.dialogCtx, s.dialogCancel = context.WithCancel(context.Background())
 	case *inspector.EventTargetCrashed:
 		s.crashed = true
 		s.events = append(s.events, "the page crashed")
@@ -227,6 +238,14 @@ func (s *pageState) isCrashed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.crashed
+}
+
+// dialogOpened returns a context that is canceled while a JavaScript
+// dialog is open.
+func (s *pageState) dialogOpened() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dialogCtx
 }
 
 // openDialog describes the JavaScript dialog that blocks the page, or "".

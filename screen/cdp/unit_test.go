@@ -204,13 +204,15 @@ func TestLaunchWithoutChromium(t *testing.T) {
 
 // unitDisplay is a Display with no browser: its tab is a fake session.
 func unitDisplay(s cdp.Session, cfg DisplayConfig) *Display {
-	return &Display{
+	d := &Display{
 		cfg:    cfg.withDefaults(Config{}.withDefaults()),
 		ctx:    context.Background(),
 		t:      s,
 		state:  newPageState(time.Now()),
 		closed: make(chan struct{}),
 	}
+	d.r = &screencast{d: d}
+	return d
 }
 
 func TestCaptureRequest(t *testing.T) {

@@ -1,4 +1,8 @@
-package e2e
+// Package desktop_test runs the harness loop on a Linux desktop over VNC. It
+// is its own test binary: in a process that had already driven Chromium (the
+// e2e package's other tests), the xterm never mapped a window, for a reason
+// not yet found; alone, it passes every time.
+package desktop_test
 
 import (
 	"context"
@@ -24,7 +28,9 @@ import (
 // keystrokes arrived where the model aimed. Browser-only kinds are refused
 // with a clear error and the run goes on.
 func TestDesktopTask(t *testing.T) {
-	integration(t)
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("set SPOTTER_INTEGRATION=1 to run tests against a real Xvnc")
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	desk, err := desktop.Start(ctx, desktop.Config{Size: screen.Size{W: 1024, H: 768},
@@ -43,7 +49,12 @@ func TestDesktopTask(t *testing.T) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("no xterm window appeared: %v", ctx.Err())
+			logs, _ := filepath.Glob(filepath.Join(filepath.Dir(desk.Socket), "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", filepath.Base(l), b)
+			}
+			t.Fatalf("no xterm window appeared: %v (xdotool: %v %s)", ctx.Err(), err, out)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -62,7 +73,8 @@ func TestDesktopTask(t *testing.T) {
 		{Say: "Done."},
 	}
 	m := script.New(turns, true)
-	out, err := harness.Run(ctx, harness.Config{Model: m, Display: d, Policy: allowAll(),
+	allowAll := actions.Policy{Allow: actions.Kinds(), Hosts: []string{"*"}}
+	out, err := harness.Run(ctx, harness.Config{Model: m, Display: d, Policy: allowAll,
 		Capture: screen.CaptureOptions{Size: screen.Size{W: 1024, H: 768}}, MaxSteps: 5})
 	if err != nil {
 		t.Fatal(err)

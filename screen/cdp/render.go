@@ -1,0 +1,133 @@
+package cdp
+
+import (
+	"context"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// A renderer is how a display's page gets drawn, settled and captured: the
+// strategy of one Mode. Its methods run under the display's lock.
+type renderer interface {
+	// setup emulates the display's viewport and device pixel ratio and
+	// starts what the renderer needs, once the tab is open.
+	setup(ctx context.Context) error
+	// settle waits until the page is quiet, bounded by timeout (negative:
+	// no wait), and readies the capture of r. It fails only if the page
+	// cannot be used or ctx ends.
+	settle(ctx context.Context, r captureReq, timeout time.Duration) (screen.Settle, error)
+	// grab returns the encoded image of r; scroll is the page's scroll
+	// offset in CSS px.
+	grab(ctx context.Context, r captureReq, scroll actions.Point) ([]byte, error)
+	// pointer readies the window for a pointer event, a wheel turn if
+	// wheel, and returns the window's pixels per CSS pixel: the factor
+	// of the event's coordinates.
+	pointer(ctx context.Context, wheel bool) (scale float64, err error)
+	// framed runs f, a command that Chromium answers only after the next
+	// frame (a mouse move, a wheel turn), and sees that a frame comes.
+	framed(ctx context.Context, f func(context.Context) error) error
+}
+
+// screencast is the renderer of Screencast mode: regular headless Chromium
+// draws frames on its own clock; a screencast of tiny images tells when it
+// drew one, and Page.captureScreenshot scales and encodes the capture.
+type screencast struct {
+	d *Display
+}
+
+// screencastSize is the bound of the tiny screencast images that only serve
+// as a signal that the page drew a new frame.
+const screencastSize = 16
+
+func (s *screencast) setup(ctx context.Context) error {
+	d := s.d
+	vp := d.cfg.Viewport
+	if _, err := call(ctx, d, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width:             int64(vp.W),
+		Height:            int64(vp.H),
+		DeviceScaleFactor: d.cfg.DPR,
+		ScreenWidth:       int64(vp.W),
+		ScreenHeight:      int64(vp.H),
+	}); err != nil {
+		return err
+	}
+	d.wg.Go(s.ackFrames)
+	q := int64(10)
+	_, err := call(ctx, d, page.StartScreencast, page.StartScreencastParams{
+		Format:        page.StartScreencastFormatJpeg,
+		Quality:       &q,
+		MaxWidth:      screencastSize,
+		MaxHeight:     screencastSize,
+		EveryNthFrame: 1, MaxFramesInFlight: 8,
+	})
+	return err
+}
+
+// ackFrames acknowledges screencast frames so that Chromium keeps sending
+// them. It returns when the display closes.
+func (s *screencast) ackFrames() {
+	d := s.d
+	for {
+		select {
+		case <-d.bg.Done():
+			return
+		case <-d.state.ackWake:
+		}
+		for _, id := range d.state.takeAcks() {
+			ctx, cancel := context.WithTimeout(d.bg, d.cfg.CommandTimeout)
+			_, err := cdp.Call(ctx, d.t, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: id})
+			cancel()
+			if err != nil && d.goneCause() != "" {
+				return
+			}
+		}
+	}
+}
+
+func (s *screencast) settle(ctx context.Context, _ captureReq, timeout time.Duration) (screen.Settle, error) {
+	return s.d.settle(ctx, timeout)
+}
+
+// grab is Page.captureScreenshot of the clip, which the browser scales and
+// encodes itself. The clip of captureScreenshot is in document
+// coordinates, so the page's scroll offset is added.
+func (s *screencast) grab(ctx context.Context, r captureReq, scroll actions.Point) ([]byte, error) {
+	d := s.d
+	d.state.setCapturing(true)
+	defer d.state.setCapturing(false)
+	res, err := call(ctx, d, page.CaptureScreenshot, clipParams(r, scroll))
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+func (s *screencast) framed(ctx context.Context, f func(context.Context) error) error { return f(ctx) }
+
+func (s *screencast) pointer(context.Context, bool) (float64, error) { return 1, nil }
+
+// clipParams are Page.captureScreenshot's parameters for r.
+func clipParams(r captureReq, scroll actions.Point) page.CaptureScreenshotParams {
+	p := page.CaptureScreenshotParams{
+		Format: page.CaptureScreenshotFormatPng,
+		Clip: &page.Viewport{
+			X:      r.clip.Min.X + scroll.X,
+			Y:      r.clip.Min.Y + scroll.Y,
+			Width:  r.clip.Dx(),
+			Height: r.clip.Dy(),
+			Scale:  r.scale,
+		},
+		OptimizeForSpeed: new(true),
+	}
+	if r.format == screen.JPEG {
+		p.Format = page.CaptureScreenshotFormatJpeg
+		p.Quality = new(int64(r.quality))
+	}
+	return p
+}
