@@ -88,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTask(ctx, args[1:], stdout, stderr)
 	case "batch":
 		return batchCmd(ctx, args[1:], stdout, stderr)
+	case "agent": // hidden: the program inside a containerd sandbox
+		return runAgent(ctx, args[1:], stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,414 @@
+// Package agent is the small program that runs inside a sandbox: it starts
+// Chromium there and carries its traffic out, without any TCP port open to
+// the host.
+//
+// The agent listens on a unix socket in a directory the host bind-mounts
+// into the sandbox. Each connection starts with a one-line request:
+//
+//	PING\n  → "OK browsers=N\n", then the agent closes the connection
+//	CDP\n   → the agent starts a fresh Chromium with --remote-debugging-pipe
+//	          and answers "OK pid=N\n" (or "ERR reason\n"); from then on the
+//	          connection carries the browser's pipe protocol both ways
+//	CDP frame-control\n
+//	        → the same with chromium-headless-shell started with begin-frame
+//	          control, for screen/cdp's FrameControl mode
+//
+// Closing a CDP connection stops its browser (the pipe closes; after a grace
+// period the process group is killed) and removes its profile directory.
+// [DialBrowser] and [Ping] are the host's side of this protocol.
+//
+// The browser's only network is an HTTP proxy the agent serves on a loopback
+// address of the sandbox's own network namespace (Config.ProxyAddr): each
+// connection there is forwarded to a unix socket (Config.EgressSocket) on
+// which the host's egress proxy enforces the session's allowlist. Chromium
+// gets --proxy-server for that address and --proxy-bypass-list=<-loopback>,
+// so that even loopback URLs go through the proxy.
+//
+// Started as PID 1 of a PID namespace, [Main] first becomes a minimal init: it
+// starts itself again as a child, forwards SIGTERM and SIGINT to it, reaps
+// every orphan, and exits when the child does.
+package agent
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Log attribute keys.
+const (
+	logKeyComponent = "component"
+	logKeyPID       = "pid"
+	logKeyErr       = "err"
+)
+
+// browserGrace is how long a browser whose connection closed may take to
+// exit by itself before its process group is killed.
+const browserGrace = 2 * time.Second
+
+// DefaultChromium lists where the agent looks for Chromium, in order. The
+// first is Debian's binary itself, without the launcher script (which needs
+// /etc/chromium.d).
+var DefaultChromium = []string{"/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome"}
+
+// DefaultShell lists where the agent looks for chromium-headless-shell, in
+// order; Debian's /usr/bin script runs the binary without exec, so the
+// binary comes first.
+var DefaultShell = []string{"/usr/lib/chromium/chromium-headless-shell", "chromium-headless-shell"}
+
+// frameControlFlags start a headless shell whose frames the host drives.
+var frameControlFlags = []string{"--enable-begin-frame-control", "--run-all-compositor-stages-before-draw", "--disable-checker-imaging"}
+
+// Config configures the agent.
+type Config struct {
+	// Socket is the unix socket the agent listens on. Required.
+	Socket string
+	// ProxyAddr is the loopback TCP address ("127.0.0.1:3128") on which the
+	// agent bridges the browser's proxy traffic to EgressSocket. Empty
+	// means no bridge, and the browser gets no proxy flags.
+	ProxyAddr string
+	// EgressSocket is the unix socket of the host's egress proxy. Required
+	// with ProxyAddr.
+	EgressSocket string
+	// Chromium is the browser binary; empty means the first of
+	// DefaultChromium that exists.
+	Chromium string
+	// Shell is the headless shell for "CDP frame-control" requests;
+	// empty means the first of DefaultShell that exists. Without one,
+	// such requests are refused.
+	Shell string
+	// Flags are extra Chromium flags, after the agent's own.
+	Flags []string
+	// ProfileDir is where each browser's fresh profile directory is made;
+	// empty means os.TempDir().
+	ProfileDir string
+	// Logger receives the agent's diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Agent is a listening agent; Serve runs it.
+type Agent struct {
+	cfg      Config
+	chromium string
+	shell    string // "" when there is none
+	log      *slog.Logger
+	ln       net.Listener
+	proxyLn  net.Listener // nil without a proxy bridge
+	wg       sync.WaitGroup
+
+	mu       sync.Mutex
+	conns    map[net.Conn]struct{}
+	closed   bool
+	browsers int
+}
+
+// Listen checks cfg, finds Chromium and listens on cfg.Socket and
+// cfg.ProxyAddr. The caller must call Serve, which closes the listeners.
+func Listen(cfg Config) (*Agent, error) {
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Socket == "" {
+		return nil, errors.New("agent: no socket given")
+	}
+	if cfg.ProxyAddr != "" && cfg.EgressSocket == "" {
+		return nil, errors.New("agent: a proxy address needs an egress socket")
+	}
+	chromium, err := findChromium(cfg.Chromium)
+	if err != nil {
+		return nil, err
+	}
+	shell, _ := findBinary(cfg.Shell, DefaultShell)
+	a := &Agent{cfg: cfg, chromium: chromium, shell: shell, log: cfg.Logger.With(logKeyComponent, "agent"), conns: map[net.Conn]struct{}{}}
+	os.Remove(cfg.Socket) // a socket left by an earlier agent
+	if a.ln, err = net.Listen("unix", cfg.Socket); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if cfg.ProxyAddr != "" {
+		if a.proxyLn, err = net.Listen("tcp", cfg.ProxyAddr); err != nil {
+			a.ln.Close()
+			return nil, fmt.Errorf("agent: proxy bridge: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// Serve serves the agent's socket and proxy bridge until ctx is done, then
+// closes every connection, stops every browser and returns nil. When Serve
+// returns, its goroutines have ended and its browsers have been reaped.
+func (a *Agent) Serve(ctx context.Context) error {
+	a.log.Info("agent ready", "socket", a.cfg.Socket, "proxy", a.cfg.ProxyAddr, "chromium", a.chromium, "shell", a.shell)
+	a.wg.Go(func() { a.accept(a.ln, a.serve) })
+	if a.proxyLn != nil {
+		a.wg.Go(func() { a.accept(a.proxyLn, a.bridge) })
+	}
+	<-ctx.Done()
+	a.ln.Close()
+	if a.proxyLn != nil {
+		a.proxyLn.Close()
+	}
+	a.mu.Lock()
+	a.closed = true
+	for c := range a.conns {
+		c.Close()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+	return nil
+}
+
+// Run is Listen followed by Serve.
+func Run(ctx context.Context, cfg Config) error {
+	a, err := Listen(cfg)
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx)
+}
+
+// accept runs handle for each connection of ln until ln closes.
+func (a *Agent) accept(ln net.Listener, handle func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		a.mu.Lock()
+		if a.closed {
+			a.mu.Unlock()
+			c.Close()
+			return
+		}
+		a.conns[c] = struct{}{}
+		a.wg.Add(1)
+		a.mu.Unlock()
+		go func() {
+			defer a.wg.Done()
+			defer func() {
+				a.mu.Lock()
+				delete(a.conns, c)
+				a.mu.Unlock()
+				c.Close()
+			}()
+			handle(c)
+		}()
+	}
+}
+
+// serve answers one request on the agent's socket.
+func (a *Agent) serve(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReaderSize(c, 64)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	switch strings.TrimSpace(line) {
+	case "PING":
+		a.mu.Lock()
+		n := a.browsers
+		a.mu.Unlock()
+		fmt.Fprintf(c, "OK browsers=%d\n", n)
+	case "CDP":
+		a.browser(c, br, false)
+	case "CDP frame-control":
+		if a.shell == "" {
+			fmt.Fprintf(c, "ERR no chromium-headless-shell (looked for %s)\n", strings.Join(DefaultShell, ", "))
+			return
+		}
+		a.browser(c, br, true)
+	default:
+		fmt.Fprintf(c, "ERR unknown request %q\n", clip(strings.TrimSpace(line)))
+	}
+}
+
+// browser runs one Chromium for the connection c and copies its pipe
+// protocol until either side closes.
+func (a *Agent) browser(c net.Conn, br *bufio.Reader, frameControl bool) {
+	dir, err := os.MkdirTemp(a.cfg.ProfileDir, "profile-")
+	if err != nil {
+		fmt.Fprintf(c, "ERR profile directory: %v\n", err)
+		return
+	}
+	defer os.RemoveAll(dir)
+
+	toBrowser, browserIn, err := os.Pipe() // the browser reads fd 3
+	if err != nil {
+		fmt.Fprintf(c, "ERR %v\n", err)
+		return
+	}
+	browserOut, fromBrowser, err := os.Pipe() // the browser writes fd 4
+	if err != nil {
+		toBrowser.Close()
+		browserIn.Close()
+		fmt.Fprintf(c, "ERR %v\n", err)
+		return
+	}
+	bin := a.chromium
+	if frameControl {
+		bin = a.shell
+	}
+	cmd := exec.Command(bin, a.flags(dir, frameControl)...)
+	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	toBrowser.Close()
+	fromBrowser.Close()
+	if err != nil {
+		browserIn.Close()
+		browserOut.Close()
+		fmt.Fprintf(c, "ERR start %s: %v\n", bin, err)
+		return
+	}
+	pid := cmd.Process.Pid
+	log := a.log.With(logKeyPID, pid)
+	log.Info("browser started")
+	a.mu.Lock()
+	a.browsers++
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.browsers--
+		a.mu.Unlock()
+	}()
+	exited := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		log.Info("browser exited", logKeyErr, err)
+		close(exited)
+	}()
+
+	copied := make(chan struct{}, 2)
+	running := 0
+	if _, err := fmt.Fprintf(c, "OK pid=%d\n", pid); err == nil {
+		running = 2
+		go func() {
+			io.Copy(browserIn, br) // host → browser
+			copied <- struct{}{}
+		}()
+		go func() {
+			io.Copy(c, browserOut) // browser → host
+			copied <- struct{}{}
+		}()
+		select {
+		case <-copied:
+			running--
+		case <-exited:
+		}
+	}
+	// Closing its command pipe asks the browser to exit; after a grace
+	// period its whole process group is killed. Closing the connection and
+	// the browser's output ends both copies.
+	c.Close()
+	browserIn.Close()
+	select {
+	case <-exited:
+	case <-time.After(browserGrace):
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+	<-exited
+	browserOut.Close()
+	for ; running > 0; running-- {
+		<-copied
+	}
+}
+
+// flags are the browser's command line for the profile directory dir.
+func (a *Agent) flags(dir string, frameControl bool) []string {
+	f := []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
+		"--hide-scrollbars", "--mute-audio",
+		"--no-first-run", "--no-default-browser-check",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--disable-breakpad", "--disable-extensions",
+		"--disable-default-apps", "--disable-client-side-phishing-detection",
+		"--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+		"--disable-renderer-backgrounding", "--disable-hang-monitor",
+		"--disable-ipc-flooding-protection", "--disable-popup-blocking", "--disable-prompt-on-repost",
+		"--disable-features=Translate,BlinkGenPropertyTrees",
+		"--enable-features=NetworkService,NetworkServiceInProcess",
+		"--force-color-profile=srgb", "--metrics-recording-only", "--safebrowsing-disable-auto-update",
+		"--password-store=basic", "--use-mock-keychain", "--enable-automation",
+		"--remote-debugging-pipe",
+		"--user-data-dir=" + dir,
+	}
+	if a.cfg.ProxyAddr != "" {
+		f = append(f, "--proxy-server=http://"+a.cfg.ProxyAddr, "--proxy-bypass-list=<-loopback>",
+			"--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
+	}
+	if frameControl {
+		f = append(f, frameControlFlags...)
+	}
+	f = append(f, a.cfg.Flags...)
+	return append(f, "about:blank")
+}
+
+// bridge forwards one proxy connection from the browser to the egress
+// socket.
+func (a *Agent) bridge(c net.Conn) {
+	up, err := net.Dial("unix", a.cfg.EgressSocket)
+	if err != nil {
+		a.log.Warn("egress socket", logKeyErr, err)
+		return
+	}
+	defer up.Close()
+	done := make(chan struct{})
+	go func() {
+		io.Copy(up, c)
+		closeWrite(up)
+		close(done)
+	}()
+	io.Copy(c, up)
+	closeWrite(c)
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+}
+
+func findChromium(name string) (string, error) {
+	p, err := findBinary(name, DefaultChromium)
+	if err != nil {
+		return "", fmt.Errorf("agent: %w", err)
+	}
+	return p, nil
+}
+
+// findBinary returns the path of name, or of the first of defaults found.
+func findBinary(name string, defaults []string) (string, error) {
+	if name != "" {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("chromium %q: %w", name, err)
+		}
+		return p, nil
+	}
+	for _, n := range defaults {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no chromium found (looked for %s)", strings.Join(defaults, ", "))
+}
+
+func clip(s string) string {
+	const max = 80
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fakeEnv makes the test binary act as a browser: it writes its arguments
+// as its first message on fd 4, then echoes every message from fd 3 back
+// with "echo:" in front, and exits when fd 3 closes.
+const fakeEnv = "SPOTTER_AGENT_FAKE_BROWSER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(fakeEnv) != "" {
+		fakeBrowser()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func fakeBrowser() {
+	in, out := os.NewFile(3, "in"), os.NewFile(4, "out")
+	fmt.Fprintf(out, "%s\x00", strings.Join(os.Args[1:], " "))
+	if os.Getenv(fakeEnv) == "exit" {
+		return
+	}
+	br := bufio.NewReader(in)
+	for {
+		msg, err := br.ReadBytes(0)
+		if err != nil {
+			return
+		}
+		out.Write(append([]byte("echo:"), msg...))
+	}
+}
+
+// startAgent runs the agent with the test binary as its browser until the
+// test ends.
+func startAgent(t *testing.T, cfg Config) Config {
+	t.Helper()
+	dir := t.TempDir()
+	cfg.Socket = filepath.Join(dir, "agent.sock")
+	cfg.Chromium = os.Args[0]
+	cfg.Shell = os.Args[0]
+	cfg.ProfileDir = filepath.Join(dir, "profiles")
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	if err := os.Mkdir(cfg.ProfileDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Listen(cfg)
+	if err != nil {
+		t.Fatalf("Listen() = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve() = %v, want nil", err)
+		}
+		if left, _ := os.ReadDir(cfg.ProfileDir); len(left) != 0 {
+			t.Errorf("profile directories left after Run: %v", left)
+		}
+	})
+	return cfg
+}
+
+func readMsg(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	b, err := br.ReadBytes(0)
+	if err != nil {
+		t.Fatalf("read a message from the browser: %v", err)
+	}
+	return string(bytes.TrimSuffix(b, []byte{0}))
+}
+
+func TestPing(t *testing.T) {
+	t.Setenv(fakeEnv, "1")
+	cfg := startAgent(t, Config{})
+	got, err := Ping(t.Context(), cfg.Socket, os.Getuid())
+	if err != nil || got != "browsers=0" {
+		t.Errorf("Ping() = %q, %v; want browsers=0", got, err)
+	}
+}
+
+func TestBrowserPipe(t *testing.T) {
+	t.Setenv(fakeEnv, "1")
+	egress := filepath.Join(t.TempDir(), "egress.sock")
+	cfg := startAgent(t, Config{ProxyAddr: freeAddr(t), EgressSocket: egress, Flags: []string{"--lang=de"}})
+	c, err := DialBrowser(t.Context(), cfg.Socket, os.Getuid(), false)
+	if err != nil {
+		t.Fatalf("DialBrowser() = %v", err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	args := strings.Fields(readMsg(t, br))
+	for _, want := range []string{"--headless", "--no-sandbox", "--remote-debugging-pipe", "--proxy-server=http://" + cfg.ProxyAddr, "--proxy-bypass-list=<-loopback>", "--lang=de", "about:blank"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("browser arguments %q lack %q", args, want)
+		}
+	}
+	if got, err := Ping(t.Context(), cfg.Socket, os.Getuid()); got != "browsers=1" {
+		t.Errorf("Ping() with one browser = %q, %v; want browsers=1", got, err)
+	}
+	for _, msg := range []string{`{"id":1}`, `{"id":2,"method":"Target.getTargets"}`} {
+		fmt.Fprintf(c, "%s\x00", msg)
+		if got, want := readMsg(t, br), "echo:"+msg; got != want {
+			t.Errorf("browser answer to %s = %q, want %q", msg, got, want)
+		}
+	}
+}
+
+func TestBrowserExits(t *testing.T) {
+	t.Setenv(fakeEnv, "exit")
+	cfg := startAgent(t, Config{})
+	c, err := DialBrowser(t.Context(), cfg.Socket, os.Getuid(), false)
+	if err != nil {
+		t.Fatalf("DialBrowser() = %v", err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	readMsg(t, br)
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("read after the browser exited = %v, want EOF", err)
+	}
+}
+
+func TestBadRequest(t *testing.T) {
+	t.Setenv(fakeEnv, "1")
+	cfg := startAgent(t, Config{})
+	_, _, err := request(t.Context(), cfg.Socket, "HELLO", -1)
+	if !errors.Is(err, ErrAgent) || !strings.Contains(err.Error(), `unknown request "HELLO"`) {
+		t.Errorf("request(HELLO) = %v, want ErrAgent naming the request", err)
+	}
+}
+
+func TestRunConfigErrors(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "no socket given"},
+		{Config{Socket: "x", ProxyAddr: "127.0.0.1:1"}, "needs an egress socket"},
+		{Config{Socket: "x", Chromium: "/nonexistent/chromium"}, `chromium "/nonexistent/chromium"`},
+	}
+	for _, tt := range tests {
+		err := Run(t.Context(), tt.cfg)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Run(%+v) = %v, want an error containing %q", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+func TestProxyBridge(t *testing.T) {
+	t.Setenv(fakeEnv, "1")
+	egress := filepath.Join(t.TempDir(), "egress.sock")
+	ln, err := net.Listen("unix", egress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				fmt.Fprintf(c, "egress saw %s", line)
+			}()
+		}
+	}()
+	cfg := startAgent(t, Config{ProxyAddr: freeAddr(t), EgressSocket: egress})
+	c, err := net.Dial("tcp", cfg.ProxyAddr)
+	if err != nil {
+		t.Fatalf("dial the proxy bridge: %v", err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET http://example.test/ HTTP/1.1\n")
+	got, err := io.ReadAll(c)
+	if want := "egress saw GET http://example.test/ HTTP/1.1\n"; string(got) != want || err != nil {
+		t.Errorf("through the bridge = %q, %v; want %q", got, err, want)
+	}
+}
+
+func TestMainFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	err := Main(t.Context(), []string{"--nope"}, &stderr)
+	if err == nil || !strings.Contains(stderr.String(), "flag provided but not defined: -nope") {
+		t.Errorf("Main(--nope) = %v, stderr %q; want a flag error", err, stderr.String())
+	}
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// A socket served by a process of another user is not the agent's.
+func TestWrongPeer(t *testing.T) {
+	t.Setenv(fakeEnv, "1")
+	cfg := startAgent(t, Config{})
+	other := os.Getuid() + 1
+	if _, err := Ping(t.Context(), cfg.Socket, other); !errors.Is(err, ErrPeer) {
+		t.Errorf("Ping() expecting uid %d = %v, want ErrPeer", other, err)
+	}
+	if _, err := DialBrowser(t.Context(), cfg.Socket, other, false); !errors.Is(err, ErrPeer) {
+		t.Errorf("DialBrowser() expecting uid %d = %v, want ErrPeer", other, err)
+	}
+}
+
+func TestFrameControlBrowser(t *testing.T) {
+	t.Setenv(fakeEnv, "1")
+	cfg := startAgent(t, Config{})
+	c, err := DialBrowser(t.Context(), cfg.Socket, os.Getuid(), true)
+	if err != nil {
+		t.Fatalf("DialBrowser(frame control) = %v", err)
+	}
+	defer c.Close()
+	args := strings.Fields(readMsg(t, bufio.NewReader(c)))
+	for _, want := range frameControlFlags {
+		if !slices.Contains(args, want) {
+			t.Errorf("frame-control browser arguments %q lack %q", args, want)
+		}
+	}
+}

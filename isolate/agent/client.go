@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrAgent marks a request that the agent received and refused, such as a
+// browser that would not start.
+var ErrAgent = errors.New("sandbox agent refused")
+
+// ErrPeer marks a socket served by a process other than the agent: one
+// running as another user than the sandbox's. A sandbox can replace its
+// socket with a link to some other socket of the host; the host then
+// refuses to talk to it.
+var ErrPeer = errors.New("socket is not served by the sandbox's agent")
+
+// DialBrowser connects to the agent at socket and asks it for a fresh
+// browser. The returned connection carries Chromium's pipe protocol (JSON
+// messages ended by a zero byte); closing it stops that browser. If uid is
+// not negative, the process serving socket must run as uid (see ErrPeer).
+// With frameControl, the browser is chromium-headless-shell started with
+// begin-frame control (screen/cdp's FrameControl mode). ctx bounds the dial
+// and the browser's start only.
+func DialBrowser(ctx context.Context, socket string, uid int, frameControl bool) (net.Conn, error) {
+	req := "CDP"
+	if frameControl {
+		req += " frame-control"
+	}
+	c, _, err := request(ctx, socket, req, uid)
+	return c, err
+}
+
+// Ping asks the agent at socket whether it serves, and returns its status
+// line ("browsers=N"). uid is as for DialBrowser.
+func Ping(ctx context.Context, socket string, uid int) (string, error) {
+	c, reply, err := request(ctx, socket, "PING", uid)
+	if err != nil {
+		return "", err
+	}
+	c.Close()
+	return reply, nil
+}
+
+// request sends one request line and reads the agent's answer. On success
+// it returns the connection, positioned after the answer.
+func request(ctx context.Context, socket, req string, uid int) (net.Conn, string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, "", fmt.Errorf("agent %s: %w", req, err)
+	}
+	if uid >= 0 {
+		if err := checkPeer(c, uid); err != nil {
+			c.Close()
+			return nil, "", fmt.Errorf("agent %s at %s: %w", req, socket, err)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if _, err := fmt.Fprintf(c, "%s\n", req); err != nil {
+		c.Close()
+		return nil, "", fmt.Errorf("agent %s: %w", req, errors.Join(err, ctx.Err()))
+	}
+	// Read the answer a byte at a time, so that nothing after it is
+	// buffered away from the caller.
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 4096 {
+		if _, err := c.Read(b); err != nil {
+			c.Close()
+			return nil, "", fmt.Errorf("agent %s: no answer: %w", req, errors.Join(err, ctx.Err()))
+		}
+		if b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	if !stop() {
+		c.Close()
+		return nil, "", fmt.Errorf("agent %s: %w", req, ctx.Err())
+	}
+	ans := string(line)
+	if rest, ok := strings.CutPrefix(ans, "OK"); ok {
+		return c, strings.TrimSpace(rest), nil
+	}
+	c.Close()
+	return nil, "", fmt.Errorf("agent %s: %w: %s", req, ErrAgent, strings.TrimSpace(strings.TrimPrefix(ans, "ERR")))
+}
+
+// checkPeer makes sure the process at the other end of c runs as uid.
+func checkPeer(c net.Conn, uid int) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ErrPeer
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return fmt.Errorf("peer credentials: %w", cerr)
+	}
+	if int(cred.Uid) != uid {
+		return fmt.Errorf("%w (it runs as uid %d, not %d)", ErrPeer, cred.Uid, uid)
+	}
+	return nil
+}
