@@ -27,6 +27,7 @@ test: deps ## vet, unit tests with -race, then every test against a real Chromiu
 bench: deps ## step latency per display mode against a same-run baseline, and VNC capture latency
 	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench 'Step$$' -benchtime 1x -step.rounds 30 ./screen/cdp/
 	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchtime 40x ./screen/vnc/
+	SPOTTER_INTEGRATION=1 SPOTTER_PERF=1 $(GO) test -count=1 ./screen/cdp/perf/
 
 fuzz: ## run each fuzz target for 30s
 	@for p in $$($(GO) list ./...); do \
