@@ -289,22 +289,28 @@ func (a *Agent) browser(c net.Conn, br *bufio.Reader, frameControl bool) {
 		close(exited)
 	}()
 
-	copied := make(chan struct{}, 2)
-	running := 0
+	var inDone, outDone chan struct{} // nil until the copies start
 	if _, err := fmt.Fprintf(c, "OK pid=%d\n", pid); err == nil {
-		running = 2
+		inDone, outDone = make(chan struct{}), make(chan struct{})
 		go func() {
 			io.Copy(browserIn, br) // host → browser
-			copied <- struct{}{}
+			close(inDone)
 		}()
 		go func() {
 			io.Copy(c, browserOut) // browser → host
-			copied <- struct{}{}
+			close(outDone)
 		}()
 		select {
-		case <-copied:
-			running--
+		case <-inDone:
+		case <-outDone:
 		case <-exited:
+			// Deliver what the browser wrote before it exited, so the
+			// host never loses its last messages; bounded, in case a
+			// child of the browser still holds the pipe.
+			select {
+			case <-outDone:
+			case <-time.After(browserGrace):
+			}
 		}
 	}
 	// Closing its command pipe asks the browser to exit; after a grace
@@ -319,8 +325,9 @@ func (a *Agent) browser(c net.Conn, br *bufio.Reader, frameControl bool) {
 	syscall.Kill(-pid, syscall.SIGKILL)
 	<-exited
 	browserOut.Close()
-	for ; running > 0; running-- {
-		<-copied
+	if inDone != nil {
+		<-inDone
+		<-outDone
 	}
 }
 
