@@ -40,6 +40,11 @@ const (
 	Navigate            // load URL
 	GoBack              // history back
 	GoForward           // history forward
+	ListTabs            // report the open tabs (browsers)
+	SwitchTab           // make tab Tab (0-based, as ListTabs numbers them) the active one
+	CloseTab            // close tab Tab; the session always keeps one page open
+	Dialog              // answer the open JavaScript dialog: Accept or dismiss, with Text for a prompt
+	Upload              // answer the open file chooser with Files (paths the Policy makes available)
 	kindEnd
 )
 
@@ -63,6 +68,11 @@ var kindNames = [...]string{
 	Navigate:       "navigate",
 	GoBack:         "go_back",
 	GoForward:      "go_forward",
+	ListTabs:       "list_tabs",
+	SwitchTab:      "switch_tab",
+	CloseTab:       "close_tab",
+	Dialog:         "dialog",
+	Upload:         "upload",
 }
 
 // String returns the wire name of k, such as "double_click".
@@ -220,6 +230,10 @@ type Action struct {
 	Duration time.Duration `json:"duration,omitzero"` // HoldKey, Wait
 	Region   Rect          `json:"region,omitzero"`   // Zoom
 	URL      string        `json:"url,omitempty"`     // Navigate
+
+	Tab    int      `json:"tab,omitzero"`    // SwitchTab, CloseTab
+	Accept bool     `json:"accept,omitzero"` // Dialog: accept (OK) rather than dismiss (Cancel)
+	Files  []string `json:"files,omitempty"` // Upload: paths, as the Policy names them
 }
 
 // LogValue keeps typed text out of logs: only its length is shown.

@@ -33,6 +33,11 @@ func sample() []Action {
 		{Kind: Navigate, URL: "about:blank"},
 		{Kind: GoBack},
 		{Kind: GoForward},
+		{Kind: ListTabs},
+		{Kind: SwitchTab, Tab: 1},
+		{Kind: CloseTab},
+		{Kind: Dialog, Accept: true, Text: "yes"},
+		{Kind: Upload, Files: []string{"report.pdf"}},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -87,9 +88,12 @@ const (
 	fDuration
 	fRegion
 	fURL
+	fTab
+	fAccept
+	fFiles
 )
 
-var fieldNames = [...]string{"at", "path", "button", "modifiers", "dx/dy", "text", "keys", "duration", "region", "url"}
+var fieldNames = [...]string{"at", "path", "button", "modifiers", "dx/dy", "text", "keys", "duration", "region", "url", "tab", "accept", "files"}
 
 var kindFields = [kindEnd]fields{
 	Click:       fAt | fButton | fModifiers,
@@ -106,7 +110,11 @@ var kindFields = [kindEnd]fields{
 	Wait:        fDuration,
 	Zoom:        fRegion,
 	Navigate:    fURL,
-	// Screenshot, CursorPosition, GoBack and GoForward use no field.
+	SwitchTab:   fTab,
+	CloseTab:    fTab,
+	Dialog:      fAccept | fText,
+	Upload:      fFiles,
+	// Screenshot, CursorPosition, GoBack, GoForward and ListTabs use no field.
 }
 
 // present returns the fields of a that are set.
@@ -127,6 +135,9 @@ func (a Action) present() fields {
 	set(a.Duration != 0, fDuration)
 	set(a.Region != Rect{}, fRegion)
 	set(a.URL != "", fURL)
+	set(a.Tab != 0, fTab)
+	set(a.Accept, fAccept)
+	set(len(a.Files) > 0, fFiles)
 	return f
 }
 
@@ -197,6 +208,32 @@ func (a Action) validate(l Limits) error {
 			return invalidf("duration is required")
 		case a.Duration > l.MaxDuration:
 			return invalidf("duration %v is over the limit of %v", a.Duration, l.MaxDuration)
+		}
+	}
+	if a.Kind == SwitchTab || a.Kind == CloseTab {
+		if a.Tab < 0 || a.Tab > 999 {
+			return invalidf("tab %d is out of range", a.Tab)
+		}
+	}
+	if a.Kind == Dialog && a.Text != "" {
+		switch {
+		case len(a.Text) > l.MaxText:
+			return invalidf("text is %d bytes, the limit is %d", len(a.Text), l.MaxText)
+		case !utf8.ValidString(a.Text):
+			return invalidf("text is not valid UTF-8")
+		}
+	}
+	if a.Kind == Upload {
+		switch {
+		case len(a.Files) == 0:
+			return invalidf("files are required")
+		case len(a.Files) > 16:
+			return invalidf("%d files, the limit is 16", len(a.Files))
+		}
+		for i, f := range a.Files {
+			if f == "" || len(f) > 4096 || !utf8.ValidString(f) || strings.ContainsRune(f, 0) {
+				return invalidf("files[%d] is not a usable path", i)
+			}
 		}
 	}
 	if a.Kind == Type {

@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
@@ -39,17 +41,32 @@ var (
 	ErrTruncated = errors.New("tool call truncated by max_tokens; not executed")
 )
 
-// An Approver blocks until a human allows a request (nil) or refuses it
-// (an error wrapping ErrDenied with the reason the model should see).
+// An Approver decides whether an action may run. It returns at once for
+// actions its rules let through, and otherwise blocks until a human allows
+// the request or refuses it. A refusal is an error wrapping ErrDenied with
+// the reason the model should see.
 type Approver interface {
-	Approve(ctx context.Context, r ApprovalRequest) error
+	Approve(ctx context.Context, r ApprovalRequest) (Decision, error)
 }
 
 // ApproverFunc adapts a function to Approver.
-type ApproverFunc func(context.Context, ApprovalRequest) error
+type ApproverFunc func(context.Context, ApprovalRequest) (Decision, error)
 
 // Approve calls f.
-func (f ApproverFunc) Approve(ctx context.Context, r ApprovalRequest) error { return f(ctx, r) }
+func (f ApproverFunc) Approve(ctx context.Context, r ApprovalRequest) (Decision, error) { return f(ctx, r) }
+
+// Decision is an approval. Its zero value lets the action run unchanged.
+type Decision struct {
+	// Edit, when set, replaces the action: a human changed the coordinates
+	// or the text. Its coordinates are pixels of the Frame's image
+	// (screen.Image), as an approval panel shows it. The edited action is
+	// validated and checked against the Policy like the model's own.
+	Edit *actions.Action
+	// Notes go into the call's Result for the model ("a human changed the
+	// text you typed", "approval rules without a DOM looked at the action
+	// only").
+	Notes []string
+}
 
 // ApprovalRequest is what a human sees when deciding.
 type ApprovalRequest struct {
@@ -99,9 +116,42 @@ type Config struct {
 	// them and provider safety checks are denied.
 	Approver Approver
 
+	// Client runs the application-side tools: calls whose name it Has go
+	// to it instead of the display. They run concurrently with the turn's
+	// display calls, which run in order; the turn's results are sent to the
+	// model when all have answered. Nil: every call is a display call.
+	Client ClientTools
+
+	// OnEvent, when set, sees every event the run records, after the trace
+	// has it. It must not block for long: the loop waits for it.
+	OnEvent func(trace.Event)
+
+	// Resume continues a run that stopped in the middle of a turn (a
+	// restart): the loop answers the turn's calls that have no result yet,
+	// then goes on. Task and the first screenshot are not sent again.
+	Resume *Resume
+
 	Trace     *trace.Writer // nil: no trace
 	ModelName string        // provider and model, for the trace
 	Logger    *slog.Logger  // nil: slog.Default()
+}
+
+// ClientTools runs the tools that the loop's client implements (the
+// application-side tools of a session).
+type ClientTools interface {
+	// Has reports whether name is a client tool.
+	Has(name string) bool
+	// Run blocks until the client answers c, and returns the answer's text
+	// content. An error is the tool's failure, in words for the model.
+	Run(ctx context.Context, c Call) (string, error)
+}
+
+// Resume is where a restarted run picks up.
+type Resume struct {
+	Step   int            // the step (model turn) number of Turn
+	Turn   Turn           // the turn being answered
+	Done   []Result       // results already given for some of Turn's calls; each needs its Shot
+	Frames []screen.Frame // frames the model was sent, oldest first; the last full one is the latest
 }
 
 // Outcome is how a run ended.
@@ -140,7 +190,9 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	out := l.run(ctx)
 	out.Elapsed = time.Since(start)
 	out.Steps = l.steps
+	l.mu.Lock()
 	out.Calls, out.Failed, out.Usage = l.calls, l.failed, l.usage
+	l.mu.Unlock()
 	l.record(trace.Event{Type: trace.TypeRunEnd, Stop: string(out.Stop), Error: out.Err, Text: out.Text,
 		Elapsed: out.Elapsed, Step: out.Steps})
 	return out, nil
@@ -163,22 +215,42 @@ type loop struct {
 	lastKey  string                  // repeat detection: the previous call's key
 	repeats  int                     // how many times in a row lastKey was seen
 	traceErr error                   // sticky: a trace that cannot be written stops the run
+
+	mu sync.Mutex // guards the trace, traceErr and the call counters: client calls run concurrently
 }
 
 func (l *loop) run(ctx context.Context) Outcome {
-	shot, name, err := l.capture(ctx)
-	if err != nil {
-		l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Error: err.Error()})
-		return Outcome{Stop: StopError, Err: fmt.Sprintf("first screenshot: %v", err)}
+	var in Input
+	if rs := l.cfg.Resume; rs != nil {
+		for _, f := range rs.Frames {
+			l.frames[f.ID] = f
+			if !f.Zoomed() {
+				l.latest = f
+			}
+		}
+		l.steps = rs.Step
+		l.record(trace.Event{Type: trace.TypeNote, Step: l.steps, Text: fmt.Sprintf("resumed at step %d with %d of %d calls answered",
+			rs.Step, len(rs.Done), len(rs.Turn.Calls))})
+		results, out, stop := l.answer(ctx, rs.Turn, rs.Done)
+		if stop {
+			return out
+		}
+		in = Input{Results: results}
+	} else {
+		shot, name, err := l.capture(ctx)
+		if err != nil {
+			l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Error: err.Error()})
+			return Outcome{Stop: StopError, Err: fmt.Sprintf("first screenshot: %v", err)}
+		}
+		l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Shot: name, Frame: shot.Frame})
+		in = Input{Task: l.cfg.Task, Shot: &shot}
 	}
-	l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Shot: name, Frame: shot.Frame})
-	in := Input{Task: l.cfg.Task, Shot: &shot}
 	for {
 		if err := ctx.Err(); err != nil {
 			return Outcome{Stop: StopError, Err: context.Cause(ctx).Error()}
 		}
-		if l.traceErr != nil {
-			return Outcome{Stop: StopError, Err: fmt.Sprintf("trace: %v", l.traceErr)}
+		if err := l.stickyTraceErr(); err != nil {
+			return Outcome{Stop: StopError, Err: fmt.Sprintf("trace: %v", err)}
 		}
 		if l.steps >= l.maxSteps {
 			return Outcome{Stop: StopMaxSteps, Err: fmt.Sprintf("step cap of %d reached", l.maxSteps)}
@@ -200,24 +272,93 @@ func (l *loop) run(ctx context.Context) Outcome {
 			}
 			return Outcome{Stop: stop, Text: turn.Text}
 		}
-		results := make([]Result, 0, len(turn.Calls))
-		for _, c := range turn.Calls {
-			r, stop := l.call(ctx, turn, c)
-			results = append(results, r)
-			if stop != "" {
-				return Outcome{Stop: stop, Text: turn.Text, Err: errString(r.Err)}
-			}
-		}
-		if err := l.goneErr(results); err != nil {
-			return Outcome{Stop: StopError, Err: err.Error()}
+		results, out, stop := l.answer(ctx, turn, nil)
+		if stop {
+			return out
 		}
 		in = Input{Results: results}
 	}
 }
 
+// answer answers every call of turn that done does not already answer:
+// application-side calls concurrently through Config.Client, display calls
+// in order. It returns the results in the calls' order, or an Outcome and
+// true when the run must stop.
+func (l *loop) answer(ctx context.Context, turn Turn, done []Result) ([]Result, Outcome, bool) {
+	results := make([]Result, len(turn.Calls))
+	answered := make(map[string]Result, len(done))
+	for _, r := range done {
+		answered[r.CallID] = r
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	isClient := func(c Call) bool { return l.cfg.Client != nil && c.DecodeErr == nil && l.cfg.Client.Has(c.Name) }
+	for i, c := range turn.Calls {
+		if r, ok := answered[c.ID]; ok {
+			results[i] = r
+			continue
+		}
+		if isClient(c) {
+			wg.Go(func() { results[i] = l.clientCall(cctx, turn, c) })
+		}
+	}
+	for i, c := range turn.Calls {
+		if _, ok := answered[c.ID]; ok || isClient(c) {
+			continue
+		}
+		r, stop := l.call(ctx, turn, c)
+		results[i] = r
+		if stop != "" {
+			cancel()
+			wg.Wait()
+			return nil, Outcome{Stop: stop, Text: turn.Text, Err: errString(r.Err)}, true
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, Outcome{Stop: StopError, Err: context.Cause(ctx).Error()}, true
+	}
+	if err := l.goneErr(results); err != nil {
+		return nil, Outcome{Stop: StopError, Err: err.Error()}, true
+	}
+	return results, Outcome{}, false
+}
+
+// clientCall hands c to the client and waits for its answer.
+func (l *loop) clientCall(ctx context.Context, turn Turn, c Call) Result {
+	l.count(false)
+	t0 := time.Now()
+	l.record(trace.Event{Type: trace.TypeCall, Step: l.steps, CallID: c.ID, Name: c.Name, Raw: validJSON(c.Raw),
+		Input: validJSON(c.Input), Client: true})
+	r := Result{CallID: c.ID}
+	if turn.Stop == StopMaxTokens {
+		r.Err = ErrTruncated
+	} else {
+		r.Output, r.Err = l.cfg.Client.Run(ctx, c)
+	}
+	if r.Err != nil {
+		l.count(true)
+	}
+	r.Elapsed = time.Since(t0)
+	l.record(trace.Event{Type: trace.TypeResult, Step: l.steps, CallID: c.ID, Text: r.Output, Error: errString(r.Err),
+		Elapsed: r.Elapsed, Client: true})
+	return r
+}
+
+func (l *loop) count(failed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if failed {
+		l.failed++
+	} else {
+		l.calls++
+	}
+}
+
 // call answers one call. A non-empty StopReason ends the run.
 func (l *loop) call(ctx context.Context, turn Turn, c Call) (Result, StopReason) {
-	l.calls++
+	l.count(false)
 	t0 := time.Now()
 	r := Result{CallID: c.ID}
 	ce := trace.Event{Type: trace.TypeCall, Step: l.steps, CallID: c.ID, Name: c.Name, FrameID: c.FrameID,
@@ -239,7 +380,7 @@ func (l *loop) call(ctx context.Context, turn Turn, c Call) (Result, StopReason)
 
 	r.Err = l.execute(ctx, turn, c, &r)
 	if r.Err != nil {
-		l.failed++
+		l.count(true)
 	}
 	// Every result carries a fresh screenshot, whatever happened above.
 	shot, name, err := l.capture(ctx)
@@ -291,11 +432,12 @@ func (l *loop) execute(ctx context.Context, turn Turn, c Call, r *Result) error 
 		if l.cfg.Approver == nil {
 			return fmt.Errorf("%w: the provider's safety checks (%s) need a human's approval, and this run has no approver", ErrDenied, checkCodes(c.SafetyChecks))
 		}
-		err := l.cfg.Approver.Approve(ctx, ApprovalRequest{CallID: c.ID, Index: -1, Frame: frame,
+		d, err := l.cfg.Approver.Approve(ctx, ApprovalRequest{CallID: c.ID, Index: -1, Frame: frame,
 			SafetyChecks: c.SafetyChecks, ModelText: turn.Text})
 		if err != nil {
 			return fmt.Errorf("safety checks (%s): %w", checkCodes(c.SafetyChecks), err)
 		}
+		r.Notes = append(r.Notes, d.Notes...)
 		r.Acknowledged = c.SafetyChecks
 	}
 	for i, a := range c.Actions {
@@ -342,9 +484,19 @@ func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Acti
 		if a.Kind.IsPointer() {
 			req.Mapped = &m
 		}
-		if err := l.cfg.Approver.Approve(ctx, req); err != nil {
+		d, err := l.cfg.Approver.Approve(ctx, req)
+		if err != nil {
 			ev.Error = err.Error()
 			return err
+		}
+		r.Notes = append(r.Notes, d.Notes...)
+		if d.Edit != nil {
+			if a, m, err = l.edited(*d.Edit, frame); err != nil {
+				ev.Error = err.Error()
+				return err
+			}
+			ev.Action, ev.Mapped, ev.Edited = a, m, true
+			r.Notes = append(r.Notes, fmt.Sprintf("A human edited this action before it ran; it ran as %s.", describe(a)))
 		}
 	}
 
@@ -378,6 +530,33 @@ func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Acti
 		ev.Error = err.Error()
 	}
 	return err
+}
+
+// edited checks a human's replacement for an action, in the pixels of
+// frame's image, and maps it.
+func (l *loop) edited(a actions.Action, frame screen.Frame) (actions.Action, screen.Mapped, error) {
+	if err := a.Validate(l.cfg.Limits); err != nil {
+		return a, screen.Mapped{}, fmt.Errorf("the approver's edit: %w", err)
+	}
+	if err := l.cfg.Policy.Check(a); err != nil {
+		return a, screen.Mapped{}, fmt.Errorf("the approver's edit: %w", err)
+	}
+	m, err := frame.Map(a, screen.Image)
+	if err != nil {
+		return a, screen.Mapped{}, fmt.Errorf("the approver's edit: %w", err)
+	}
+	return a, m, nil
+}
+
+// describe names an action for the model without repeating typed text.
+func describe(a actions.Action) string {
+	switch {
+	case a.Kind == actions.Type:
+		return fmt.Sprintf("type (%d characters)", utf8.RuneCountInString(a.Text))
+	case a.Kind.IsPointer() && a.HasAt:
+		return fmt.Sprintf("%s at %v in the screenshot", a.Kind, a.At)
+	}
+	return a.Kind.String()
 }
 
 func (l *loop) trackCursor(m screen.Mapped) {
@@ -478,18 +657,30 @@ func (l *loop) addUsage(u Usage) {
 }
 
 func (l *loop) record(e trace.Event) {
-	if l.cfg.Trace == nil || l.traceErr != nil {
-		return
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.Trace != nil && l.traceErr == nil {
+		if err := l.cfg.Trace.Write(e); err != nil {
+			l.traceErr = err
+			l.log.Error("trace write failed; stopping the run", "err", err)
+		}
 	}
-	if err := l.cfg.Trace.Write(e); err != nil {
-		l.traceErr = err
-		l.log.Error("trace write failed; stopping the run", "err", err)
+	if l.cfg.OnEvent != nil {
+		l.cfg.OnEvent(e)
 	}
+}
+
+func (l *loop) stickyTraceErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.traceErr
 }
 
 // saveShot writes s to the trace and returns its file name, or "" when
 // there is no trace or it failed (which stops the run).
 func (l *loop) saveShot(s screen.Shot) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.cfg.Trace == nil || l.traceErr != nil {
 		return ""
 	}

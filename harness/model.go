@@ -74,7 +74,28 @@ type Call struct {
 	// before the call may run (OpenAI pending_safety_checks, Gemini
 	// safety_decision).
 	SafetyChecks []SafetyCheck
-	Raw          json.RawMessage // the call as the provider sent it, for the trace
+	// Input holds the arguments of an application-side tool call (see
+	// ToolSpec), as the model sent them; display calls leave it empty.
+	Input json.RawMessage
+	Raw   json.RawMessage // the call as the provider sent it, for the trace
+}
+
+// ToolSpec declares an application-side tool: the client that started the
+// run executes it, not the display. Adapters offer these to the model next
+// to the computer tool, decode calls to them into Call.Input, and send
+// Result.Output (or Result.Err) back as the tool's result.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"` // a JSON Schema object; empty: any object
+}
+
+// Stateful is implemented by Models whose conversation can be saved and
+// restored, so that a session survives a restart of the process. The state
+// is opaque bytes (JSON in practice) that only the same adapter reads.
+type Stateful interface {
+	MarshalState() ([]byte, error)
+	UnmarshalState([]byte) error
 }
 
 // SafetyCheck is a provider's request for confirmation.
@@ -102,6 +123,9 @@ type Result struct {
 	Cursor *actions.Point
 	// Zoom holds the region capture for a zoom action.
 	Zoom *screen.Shot
+	// Output is an application-side tool's answer; display calls leave it
+	// empty and carry Shot.
+	Output string
 	// Acknowledged lists the safety checks a human approved.
 	Acknowledged []SafetyCheck
 	Elapsed      time.Duration

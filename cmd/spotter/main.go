@@ -88,6 +88,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTask(ctx, args[1:], stdout, stderr)
 	case "batch":
 		return batchCmd(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return serveCmd(ctx, args[1:], stdout, stderr)
+	case "test":
+		return testCmd(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], stdout, stderr)
 	case "agent": // hidden: the program inside a containerd sandbox
 		return runAgent(ctx, args[1:], stderr)
 	case "help", "-h", "--help":

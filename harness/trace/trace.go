@@ -107,6 +107,10 @@ type Event struct {
 	Name  string          `json:"name,omitempty"`  // call: the tool name the model used
 	Space screen.Space    `json:"space,omitzero"`  // call: the coordinate space of its actions
 	Raw   json.RawMessage `json:"raw,omitempty"`   // call: as the provider sent it; must be valid JSON
+	Input json.RawMessage `json:"input,omitempty"` // call: an application-side tool's arguments; must be valid JSON
+	// Client marks a call and result of an application-side tool, which
+	// the session's client ran; its result's Text is the tool's answer.
+	Client bool `json:"client,omitzero"`
 	Stop  string          `json:"stop,omitempty"`  // model_turn, run_end: a harness.StopReason
 	Usage Usage           `json:"usage,omitzero"`  // model_turn
 	Notes []string        `json:"notes,omitempty"` // result: things the model was told that are not failures
@@ -115,6 +119,9 @@ type Event struct {
 	Mapped screen.Mapped  `json:"mapped,omitzero"` // action: as performed, in CSS pixels
 	// Secret marks an action whose Text must never be shown.
 	Secret bool `json:"secret,omitzero"`
+	// Edited marks an action a human changed before it ran; Action and
+	// Mapped are the edited ones.
+	Edited bool `json:"edited,omitzero"`
 
 	FrameID string       `json:"frame_id,omitempty"` // call, action: the screenshot the coordinates refer to
 	Stale   bool         `json:"stale,omitzero"`     // action: FrameID is not the latest screenshot

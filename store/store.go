@@ -1,0 +1,195 @@
+// Package store keeps what a Spotter server must not lose: sessions, their
+// event streams, messages, tool calls, approvals, the audit log and the
+// index of trace screenshots (the screenshots themselves are files).
+//
+// Two backends implement Store with one schema: SQLite (modernc.org/sqlite,
+// the default, one file in the server's data directory) and PostgreSQL
+// (pgx), which several server replicas can share. Open picks one by the DSN.
+//
+// Every method is durable when it returns: a kill -9 right after loses
+// nothing that was acknowledged. Records are plain data; payloads the store
+// does not interpret are JSON (json.RawMessage).
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+var (
+	// ErrNotFound is returned for an unknown id.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict is returned when a write lost a race: an approval that
+	// was already decided, a session id that exists.
+	ErrConflict = errors.New("conflict")
+)
+
+// Session statuses.
+const (
+	StatusRunning = "running" // the loop is working
+	StatusWaiting = "waiting" // the turn stopped for the client (tool results, permissions)
+	StatusIdle    = "idle"    // the model ended its turn; a user message continues it
+	StatusStopped = "stopped" // stopped by a person
+	StatusFailed  = "failed"  // ended by an error, the step cap, or a dead display
+)
+
+// Session is one supervised session (or executor session).
+type Session struct {
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"` // "agent" (the server runs the model) or "executor" (the client does)
+	Title   string          `json:"title,omitempty"`
+	Status  string          `json:"status"`
+	Config  json.RawMessage `json:"config,omitempty"` // the request that created it, secrets removed
+	State   json.RawMessage `json:"state,omitempty"`  // the model adapter's saved conversation (harness.Stateful)
+	URL     string          `json:"url,omitempty"`    // the display's last page URL, to relaunch at
+	Step    int             `json:"step"`
+	Error   string          `json:"error,omitempty"`
+	Created time.Time       `json:"created"`
+	Updated time.Time       `json:"updated"`
+}
+
+// Event is one entry of a session's event stream, as sent over SSE.
+type Event struct {
+	Session string          `json:"session"`
+	Seq     int64           `json:"seq"` // 1, 2, 3... per session, assigned by AppendEvent
+	Type    string          `json:"type"`
+	Data    json.RawMessage `json:"data"`
+	Time    time.Time       `json:"time"`
+}
+
+// Message is one entry of a session's history: role "user", "assistant"
+// (Content holds the text and ToolCalls the calls) or "tool" (a tool's
+// result for CallID).
+type Message struct {
+	Session string          `json:"session"`
+	Seq     int64           `json:"seq"` // assigned by AppendMessage
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	CallID  string          `json:"toolCallId,omitempty"`
+	Time    time.Time       `json:"time"`
+}
+
+// Tool call statuses.
+const (
+	CallPending    = "pending"    // proposed, not yet resolved
+	CallRunning    = "running"    // a server tool is executing
+	CallPermission = "permission" // waiting for a human's decision
+	CallClient     = "client"     // waiting for the client's result
+	CallDone       = "done"
+	CallFailed     = "failed"
+	CallDenied     = "denied"
+)
+
+// ToolCall is one call the model proposed and how it was resolved.
+type ToolCall struct {
+	Session string          `json:"session"`
+	ID      string          `json:"toolCallId"`
+	Step    int             `json:"step"`
+	Name    string          `json:"name"`
+	Input   json.RawMessage `json:"input"`
+	Status  string          `json:"status"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Created time.Time       `json:"created"`
+	Updated time.Time       `json:"updated"`
+}
+
+// Approval statuses.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	ApprovalEdited   = "edited"
+	ApprovalExpired  = "expired" // the timeout passed: counts as a denial
+)
+
+// Approval is one request for a human's decision.
+type Approval struct {
+	ID      string          `json:"id"`
+	Session string          `json:"session"`
+	CallID  string          `json:"toolCallId"`
+	Index   int             `json:"index"` // action index in the call's batch; -1 for provider safety checks
+	Rule    string          `json:"rule"`  // the rule that fired
+	Reason  string          `json:"reason"`
+	Request json.RawMessage `json:"request"` // what the human is shown: action, target, marker, shot, model text
+	Status  string          `json:"status"`
+	// Decision holds the decision's details (reason, edit) once decided.
+	Decision  json.RawMessage `json:"decision,omitempty"`
+	DecidedBy string          `json:"decidedBy,omitempty"`
+	Created   time.Time       `json:"created"`
+	Deadline  time.Time       `json:"deadline,omitzero"`
+	Decided   time.Time       `json:"decided,omitzero"`
+}
+
+// Audit is one entry of the audit log: who did what, when, and what they saw.
+type Audit struct {
+	ID      int64           `json:"id"` // assigned by AppendAudit
+	Time    time.Time       `json:"time"`
+	Actor   string          `json:"actor"`  // "operator:<name>", "token:<id>", "system"
+	Action  string          `json:"action"` // "approve", "deny", "edit", "expire", "login", "takeover", ...
+	Session string          `json:"session,omitempty"`
+	Subject string          `json:"subject,omitempty"` // an approval id, a call id
+	Detail  json.RawMessage `json:"detail,omitempty"`
+}
+
+// Shot indexes one trace screenshot file.
+type Shot struct {
+	Session string    `json:"session"`
+	Name    string    `json:"name"` // file name, relative to the session's trace directory
+	FrameID string    `json:"frameId"`
+	Step    int       `json:"step"`
+	Bytes   int64     `json:"bytes"`
+	Time    time.Time `json:"time"`
+}
+
+// ApprovalFilter selects approvals; empty fields match everything.
+type ApprovalFilter struct {
+	Session string
+	Status  string
+}
+
+// Store is the persistence a server needs. Implementations are safe for
+// concurrent use, and sequence numbers they assign are gap-free per session
+// even with several processes sharing one database.
+type Store interface {
+	// CreateSession inserts s; an existing id is ErrConflict.
+	CreateSession(ctx context.Context, s Session) error
+	// UpdateSession replaces the stored s (by ID); an unknown id is ErrNotFound.
+	UpdateSession(ctx context.Context, s Session) error
+	Session(ctx context.Context, id string) (Session, error)
+	// Sessions lists every session, newest first.
+	Sessions(ctx context.Context) ([]Session, error)
+
+	// AppendEvent stores e with the next Seq of its session and sets e.Seq.
+	AppendEvent(ctx context.Context, e *Event) error
+	// Events returns a session's events with Seq > after, in order.
+	Events(ctx context.Context, session string, after int64) ([]Event, error)
+
+	// AppendMessage stores m with the next message Seq of its session.
+	AppendMessage(ctx context.Context, m *Message) error
+	Messages(ctx context.Context, session string) ([]Message, error)
+
+	// PutToolCall inserts or replaces a call, by (Session, ID).
+	PutToolCall(ctx context.Context, c ToolCall) error
+	ToolCalls(ctx context.Context, session string) ([]ToolCall, error)
+
+	// PutApproval inserts or replaces an approval, by ID.
+	PutApproval(ctx context.Context, a Approval) error
+	Approval(ctx context.Context, id string) (Approval, error)
+	// Approvals lists approvals matching f, oldest first.
+	Approvals(ctx context.Context, f ApprovalFilter) ([]Approval, error)
+	// Decide moves a pending approval to status, atomically: if it is no
+	// longer pending, it returns ErrConflict and the stored approval.
+	Decide(ctx context.Context, id, status string, decision json.RawMessage, by string, at time.Time) (Approval, error)
+
+	// AppendAudit stores a with the next audit id and sets a.ID.
+	AppendAudit(ctx context.Context, a *Audit) error
+	// AuditLog returns the audit entries of a session ("" for all), oldest first.
+	AuditLog(ctx context.Context, session string) ([]Audit, error)
+
+	PutShot(ctx context.Context, s Shot) error
+	Shots(ctx context.Context, session string) ([]Shot, error)
+
+	Close() error
+}
