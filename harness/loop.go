@@ -53,7 +53,9 @@ type Approver interface {
 type ApproverFunc func(context.Context, ApprovalRequest) (Decision, error)
 
 // Approve calls f.
-func (f ApproverFunc) Approve(ctx context.Context, r ApprovalRequest) (Decision, error) { return f(ctx, r) }
+func (f ApproverFunc) Approve(ctx context.Context, r ApprovalRequest) (Decision, error) {
+	return f(ctx, r)
+}
 
 // Decision is an approval. Its zero value lets the action run unchanged.
 type Decision struct {

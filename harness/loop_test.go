@@ -272,7 +272,9 @@ func TestSafetyChecksNeedAHuman(t *testing.T) {
 		{"human denies", harness.ApproverFunc(func(context.Context, harness.ApprovalRequest) (harness.Decision, error) {
 			return harness.Decision{}, fmt.Errorf("%w: not on my watch", harness.ErrDenied)
 		}), harness.ErrDenied, 0},
-		{"human approves", harness.ApproverFunc(func(context.Context, harness.ApprovalRequest) (harness.Decision, error) { return harness.Decision{}, nil }), nil, 1},
+		{"human approves", harness.ApproverFunc(func(context.Context, harness.ApprovalRequest) (harness.Decision, error) {
+			return harness.Decision{}, nil
+		}), nil, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
