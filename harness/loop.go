@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -68,6 +69,10 @@ type Decision struct {
 	// text you typed", "approval rules without a DOM looked at the action
 	// only").
 	Notes []string
+	// Secret marks an action whose text must never be shown: typing into
+	// a password field. The trace, the events and the report mask it, and
+	// the text is redacted from everything the run records afterwards.
+	Secret bool
 }
 
 // ApprovalRequest is what a human sees when deciding.
@@ -133,6 +138,12 @@ type Config struct {
 	// then goes on. Task and the first screenshot are not sent again.
 	Resume *Resume
 
+	// Secrets are values the model may type without ever seeing them: it
+	// writes {{NAME}} and the loop substitutes the value just before the
+	// display types it. Every value is redacted ("[secret NAME]") from
+	// everything the run records and reports, wherever it appears.
+	Secrets map[string]string
+
 	Trace     *trace.Writer // nil: no trace
 	ModelName string        // provider and model, for the trace
 	Logger    *slog.Logger  // nil: slog.Default()
@@ -188,6 +199,9 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		actTimeout: cmp.Or(cfg.ActionTimeout, 15*time.Second),
 		frames:     map[string]screen.Frame{},
 	}
+	for name, v := range cfg.Secrets {
+		l.redact.add(v, "[secret "+name+"]")
+	}
 	start := time.Now()
 	out := l.run(ctx)
 	out.Elapsed = time.Since(start)
@@ -218,7 +232,8 @@ type loop struct {
 	repeats  int                     // how many times in a row lastKey was seen
 	traceErr error                   // sticky: a trace that cannot be written stops the run
 
-	mu sync.Mutex // guards the trace, traceErr and the call counters: client calls run concurrently
+	mu     sync.Mutex // guards the trace, traceErr, redact and the call counters: client calls run concurrently
+	redact redactor
 }
 
 func (l *loop) run(ctx context.Context) Outcome {
@@ -364,7 +379,7 @@ func (l *loop) call(ctx context.Context, turn Turn, c Call) (Result, StopReason)
 	t0 := time.Now()
 	r := Result{CallID: c.ID}
 	ce := trace.Event{Type: trace.TypeCall, Step: l.steps, CallID: c.ID, Name: c.Name, FrameID: c.FrameID,
-		Space: c.Space, Raw: validJSON(c.Raw)}
+		Space: c.Space, Raw: maskTyped(validJSON(c.Raw), c.Actions)}
 	if c.DecodeErr != nil {
 		ce.Error = c.DecodeErr.Error()
 	}
@@ -492,6 +507,9 @@ func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Acti
 			return err
 		}
 		r.Notes = append(r.Notes, d.Notes...)
+		if d.Secret {
+			ev.Secret = true
+		}
 		if d.Edit != nil {
 			if a, m, err = l.edited(*d.Edit, frame); err != nil {
 				ev.Error = err.Error()
@@ -521,6 +539,14 @@ func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Acti
 			r.Zoom = &shot
 		}
 	default:
+		if ev.Secret && a.Kind == actions.Type {
+			l.mu.Lock()
+			l.redact.add(a.Text, "[typed secret]")
+			l.mu.Unlock()
+		}
+		if m.Kind == actions.Type {
+			m.Text = l.unveil(m.Text)
+		}
 		actx, cancel := context.WithTimeout(ctx, l.actTimeout+a.Duration)
 		err = l.cfg.Display.Perform(actx, m)
 		cancel()
@@ -532,6 +558,17 @@ func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Acti
 		ev.Error = err.Error()
 	}
 	return err
+}
+
+// unveil replaces {{NAME}} placeholders of Config.Secrets in typed text.
+func (l *loop) unveil(text string) string {
+	if len(l.cfg.Secrets) == 0 || !strings.Contains(text, "{{") {
+		return text
+	}
+	for name, v := range l.cfg.Secrets {
+		text = strings.ReplaceAll(text, "{{"+name+"}}", v)
+	}
+	return text
 }
 
 // edited checks a human's replacement for an action, in the pixels of
@@ -661,6 +698,7 @@ func (l *loop) addUsage(u Usage) {
 func (l *loop) record(e trace.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.redact.event(&e)
 	if l.cfg.Trace != nil && l.traceErr == nil {
 		if err := l.cfg.Trace.Write(e); err != nil {
 			l.traceErr = err
