@@ -3,10 +3,104 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spotter-harness/spotter/bench"
+	"github.com/spotter-harness/spotter/isolate"
 )
 
-// benchCmd runs `spotter bench`. Not built yet.
+// benchCmd runs `spotter bench`: the benchmark suite with its same-run
+// baselines, a table on stdout and a JSON line per figure in a file.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return exitError{2, errors.New("bench: not built yet")}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sections := fs.String("sections", strings.Join(bench.Sections, ","), "sections to run, comma-separated")
+	rounds := fs.Int("rounds", 30, "samples per configuration")
+	maxSessions := fs.Int("max-sessions", 32, "the concurrency ramp's cap")
+	steps := fs.Int("steps", 8, "steps per session at each level of the concurrency ramp")
+	jsonOut := fs.String("json", filepath.Join("runs", "bench", "figures.jsonl"), "write one JSON line per figure here")
+	driver := fs.String("driver", "", "playwright-core driver directory for the baseline (default: install-driver.sh's)")
+	socket := fs.String("containerd", "", "containerd socket for the sandboxed figures (default: "+isolate.DefaultSocket+" when it exists)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: spotter bench [flags]\n\nSections: "+strings.Join(bench.Sections, ", "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitError{2, err}
+	}
+	if fs.NArg() > 0 {
+		return exitError{2, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))}
+	}
+	o := bench.Options{Rounds: *rounds, MaxSessions: *maxSessions, StepsPerSession: *steps, DriverDir: *driver}
+	for _, s := range strings.Split(*sections, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !contains(bench.Sections, s) {
+			return exitError{2, fmt.Errorf("bench: unknown section %q (want %s)", s, strings.Join(bench.Sections, ", "))}
+		}
+		o.Sections = append(o.Sections, s)
+	}
+	o.Containerd = *socket
+	if o.Containerd == "" {
+		if _, err := os.Stat(isolate.DefaultSocket); err == nil && os.Geteuid() == 0 {
+			o.Containerd = isolate.DefaultSocket
+		}
+	}
+	o.Server = serverBench
+	o.Report = func(f bench.Figure) {
+		v := fmt.Sprintf("p50 %.1f %s, p95 %.1f %s", f.P50, f.Unit, f.P95, f.Unit)
+		if f.N == 0 {
+			v = fmt.Sprintf("%.4g %s", f.Value, f.Unit)
+		}
+		fmt.Fprintf(stderr, "bench: %s: %s: %s\n", f.Section, f.Name, v)
+	}
+	figs, err := bench.Run(ctx, o)
+	if werr := writeFigures(*jsonOut, figs); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	if terr := bench.WriteTable(stdout, figs); terr != nil {
+		err = errors.Join(err, terr)
+	}
+	if err != nil {
+		return exitError{1, err}
+	}
+	fmt.Fprintf(stderr, "bench: figures in %s\n", *jsonOut)
+	return nil
 }
+
+func writeFigures(path string, figs []bench.Figure) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteJSON(f, figs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// serverBench measures the server section; it is filled in with the server.
+var serverBench func(ctx context.Context, report func(bench.Figure)) error

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
+)
+
+func integration(t testing.TB) {
+	t.Helper()
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("SPOTTER_INTEGRATION=1 runs the benchmark's browser tests")
+	}
+}
+
+// TestStepsShowTheFinalState checks the step the benchmark times, in both
+// modes, on both pages: every screenshot shows the click's final effect.
+func TestStepsShowTheFinalState(t *testing.T) {
+	integration(t)
+	s, err := startSite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := &runner{site: s}
+	for _, mode := range []cdp.Mode{cdp.FrameControl, cdp.Screencast} {
+		b, err := r.browser(t.Context(), mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close(t.Context()) })
+		for _, page := range []string{pageStatic, pageLoading} {
+			t.Run(mode.String()+"/"+page, func(t *testing.T) {
+				d, err := b.NewDisplay(t.Context(), cdp.DisplayConfig{Viewport: modelSize, DPR: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close(t.Context())
+				tb, err := openTab(t.Context(), d, s.url(page))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range 6 {
+					took, ok, err := tb.step(t.Context(), screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
+					if err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+					if !ok {
+						t.Errorf("step %d (%v): the screenshot does not show the click's final effect", i, took)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestFigureComparisonAndOutput(t *testing.T) {
+	base := Figure{Section: "step", Name: "baseline", Unit: "ms", N: 5, P50: 120, P95: 200}
+	f := Figure{Section: "step", Name: "spotter", Unit: "ms", N: 5, P50: 40, P95: 60}
+	f.against(base)
+	if f.Ratio != 3 || f.Baseline != "baseline" {
+		t.Errorf("against: ratio %v baseline %q, want 3 and baseline", f.Ratio, f.Baseline)
+	}
+	f.target(">= 3x", f.Ratio >= 3)
+	var table, lines strings.Builder
+	if err := WriteTable(&table, []Figure{f, base}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"spotter", "40.0 ms", "3.00x", "met: >= 3x"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if err := WriteJSON(&lines, []Figure{f, base}); err != nil {
+		t.Fatal(err)
+	}
+	var back []Figure
+	for _, l := range strings.Split(strings.TrimSpace(lines.String()), "\n") {
+		var g Figure
+		if err := json.Unmarshal([]byte(l), &g); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		back = append(back, g)
+	}
+	if len(back) != 2 || back[0].Ratio != 3 || back[0].Met == nil || !*back[0].Met {
+		t.Errorf("JSON lines round trip: %+v", back)
+	}
+}
+
+func TestTreePSSCountsChildren(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	n, err := treePSS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n <= 0 {
+		t.Errorf("treePSS with a child running = %d, want > 0", n)
+	}
+	if m, _ := usedMemory(); m <= 0 {
+		t.Errorf("usedMemory = %d", m)
+	}
+}
+
+// TestRunSmall runs every browser section at a tiny size and checks that
+// each figure it must produce is there, with sane values.
+func TestRunSmall(t *testing.T) {
+	integration(t)
+	var got []Figure
+	figs, err := Run(t.Context(), Options{Sections: []string{"tokens", "capture", "step", "concurrency"},
+		Rounds: 2, MaxSessions: 2, StepsPerSession: 2, Report: func(f Figure) { got = append(got, f) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(figs) {
+		t.Errorf("reported %d figures, returned %d", len(got), len(figs))
+	}
+	byName := map[string]Figure{}
+	for _, f := range figs {
+		byName[f.Name] = f
+	}
+	for _, name := range []string{
+		"spotter frame-control dpr1 static", "spotter frame-control dpr2 static",
+		"baseline playwright dpr1 static", "baseline playwright dpr2 loading",
+		"spotter frame-control capture 1280x800 png", "spotter anthropic dpr2 1280x800 tokens",
+		"shared browser, a context per session: 2 sessions",
+	} {
+		f, ok := byName[name]
+		if !ok {
+			t.Errorf("no figure %q", name)
+			continue
+		}
+		if f.N == 0 && f.Value == 0 {
+			t.Errorf("figure %q is empty: %+v", name, f)
+		}
+	}
+	if f := byName["spotter frame-control dpr1 static"]; f.Ratio <= 0 || f.Baseline == "" || f.Wrong != 0 {
+		t.Errorf("step figure not compared with its baseline, or wrong: %+v", f)
+	}
+}

@@ -1,0 +1,280 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
+	"github.com/spotter-harness/spotter/screen/cdp/perf"
+)
+
+// A setup opens sessions for the concurrency ramp.
+type setup struct {
+	name string
+	open func(ctx context.Context) (display, error)
+	// memory returns the memory the sessions use now, in bytes.
+	memory func() (int64, error)
+	close  func()
+}
+
+// levels are the session counts of the ramp.
+var levels = []int{1, 2, 4, 8, 12, 16, 24, 32, 48, 64}
+
+func (r *runner) concurrency(ctx context.Context) error {
+	var shared *cdp.Browser
+	setups := []setup{
+		{name: "shared browser, a context per session",
+			open: func(ctx context.Context) (display, error) {
+				if shared == nil {
+					b, err := r.browser(ctx, cdp.ModeAuto)
+					if err != nil {
+						return nil, err
+					}
+					shared = b
+				}
+				return shared.NewDisplay(ctx, cdp.DisplayConfig{Viewport: modelSize})
+			},
+			memory: func() (int64, error) { return treePSS(os.Getpid()) },
+			close: func() {
+				if shared != nil {
+					shared.Close(context.Background())
+					shared = nil
+				}
+			}},
+		{name: "a browser per session",
+			open: func(ctx context.Context) (display, error) {
+				return cdp.Open(ctx, cdp.Config{Exec: r.o.Headless, Viewport: modelSize})
+			},
+			memory: func() (int64, error) { return treePSS(os.Getpid()) },
+			close:  func() {}},
+	}
+	if sb, err := r.sandboxes(ctx); err != nil {
+		r.report(Figure{Section: "concurrency", Name: "sandboxed sessions", Note: "not measured: " + err.Error()})
+	} else {
+		defer sb.Close()
+		setups = append(setups, setup{name: "sandboxed (containerd), a browser per sandbox",
+			open:   func(ctx context.Context) (display, error) { return sb.open(ctx, r.site) },
+			memory: usedMemory,
+			close:  func() {}})
+	}
+	for _, s := range setups {
+		if err := r.ramp(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// ramp adds sessions level by level until the p95 step doubles from one
+// session's, or MaxSessions is reached.
+func (r *runner) ramp(ctx context.Context, s setup) error {
+	var tabs []*tab
+	defer func() {
+		for _, t := range tabs {
+			t.d.Close(context.WithoutCancel(ctx))
+		}
+		s.close()
+	}()
+	mem0, _ := usedMemory()
+	var p95one, memOne float64
+	best, under250 := 0, 0
+	var last Figure
+	for _, n := range levels {
+		if n > r.o.MaxSessions {
+			break
+		}
+		for len(tabs) < n {
+			d, err := s.open(ctx)
+			if err != nil {
+				return fmt.Errorf("open session %d: %w", len(tabs)+1, err)
+			}
+			t, err := openTab(ctx, d, r.site.url(pageStatic))
+			if err != nil {
+				d.Close(ctx)
+				return err
+			}
+			tabs = append(tabs, t)
+		}
+		samples, wrong, wall, err := r.together(ctx, tabs)
+		if err != nil {
+			return fmt.Errorf("%d sessions: %w", n, err)
+		}
+		mem, err := s.memory()
+		if err != nil {
+			return err
+		}
+		if s.name == "sandboxed (containerd), a browser per sandbox" {
+			mem -= mem0
+		}
+		sum := perf.Summarize(samples)
+		f := latency("concurrency", fmt.Sprintf("%s: %d sessions", s.name, n), samples)
+		f.Wrong = wrong
+		steps := float64(len(samples)) / wall.Seconds()
+		f.Note = fmt.Sprintf("%.1f steps/s, %.0f MB in all", steps, float64(mem)/1e6)
+		if n == 1 {
+			p95one, memOne = ms(sum.P95), float64(mem)
+		} else {
+			f.Note += fmt.Sprintf(", %.0f MB per extra session", (float64(mem)-memOne)/float64(n-1)/1e6)
+		}
+		r.report(f)
+		last = f
+		if f.P95 < 250 {
+			under250 = n
+		}
+		if f.P95 > 2*p95one && n > 1 {
+			break
+		}
+		best = n
+		if f.P95 > 2000 {
+			break
+		}
+	}
+	sum := Figure{Section: "concurrency", Name: s.name + ": sessions before the p95 step doubles", Unit: "sessions",
+		Value: float64(best), Note: fmt.Sprintf("one session's p95 is %.1f ms", p95one)}
+	r.report(sum)
+	cap := Figure{Section: "concurrency", Name: s.name + ": most sessions with p95 step < 250 ms", Unit: "sessions", Value: float64(under250)}
+	if strings.HasPrefix(s.name, "shared") {
+		cap.target(">= 24 sessions", under250 >= 24)
+	}
+	r.report(cap)
+	_ = last
+	return nil
+}
+
+// together runs StepsPerSession steps on every tab at once, and returns
+// every step's latency, the wrong screenshots, and the wall time.
+func (r *runner) together(ctx context.Context, tabs []*tab) ([]time.Duration, int, time.Duration, error) {
+	var mu sync.Mutex
+	var samples []time.Duration
+	wrong := 0
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, t := range tabs {
+		wg.Go(func() {
+			for range r.o.StepsPerSession {
+				took, ok, err := t.step(ctx, screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+				samples = append(samples, took)
+				if !ok {
+					wrong++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return samples, wrong, time.Since(start), firstErr
+}
+
+// treePSS returns the proportional set size of pid's descendants (its own
+// excluded): the browsers it started. PSS divides shared pages among the
+// processes sharing them, so the sum is what the tree really costs.
+func treePSS(pid int) (int64, error) {
+	parents := map[int]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			parents[p] = pp
+		}
+	}
+	var total int64
+	for p := range parents {
+		if p == pid || !descends(p, pid, parents) {
+			continue
+		}
+		total += pss(p)
+	}
+	return total, nil
+}
+
+func descends(p, root int, parents map[int]int) bool {
+	for range 64 {
+		pp, ok := parents[p]
+		if !ok || pp == 0 {
+			return false
+		}
+		if pp == root {
+			return true
+		}
+		p = pp
+	}
+	return false
+}
+
+// pss returns a process's PSS in bytes, or 0 if it is gone.
+func pss(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// usedMemory returns the machine's memory in use (MemTotal - MemAvailable),
+// for sandboxes, whose processes are not this process's children.
+func usedMemory() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	var total, avail int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "MemTotal:":
+			total = v
+		case "MemAvailable:":
+			avail = v
+		}
+	}
+	return (total - avail) * 1024, nil
+}
