@@ -152,6 +152,12 @@ type ApprovalFilter struct {
 // Store is the persistence a server needs. Implementations are safe for
 // concurrent use, and sequence numbers they assign are gap-free per session
 // even with several processes sharing one database.
+//
+// Times are kept to the microsecond and read back in UTC. A zero time is
+// stored as given, except that the Append methods and Decide take it as
+// now; the Append methods write the stored Seq (or ID) and Time back into
+// their argument. Invalid JSON in a payload, an empty id, or a record of an
+// unknown session (ErrNotFound) is an error that stores nothing.
 type Store interface {
 	// CreateSession inserts s; an existing id is ErrConflict.
 	CreateSession(ctx context.Context, s Session) error

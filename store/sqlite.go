@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sqliteBusyMillis is how long a writer waits for another process's write
+// transaction on the same file before it fails.
+const sqliteBusyMillis = 10000
+
+// openSQLite opens (creating if absent) the SQLite file at path in WAL mode
+// with synchronous=FULL, so a commit is on disk when it returns.
+func openSQLite(ctx context.Context, path string) (*db, error) {
+	if path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("open sqlite %q: want a file path (an in-memory database is not durable; use a temporary file)", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(abs)); err != nil {
+		return nil, fmt.Errorf("open sqlite %s: directory: %w", path, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("open sqlite %s: %s is not a directory", path, filepath.Dir(abs))
+	}
+	// Create the file ourselves so that it (and the -wal and -shm files
+	// SQLite derives from it) is private to the server's user.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	f.Close()
+
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyMillis))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// Writers take the write lock when they begin, so a transaction never
+	// has to upgrade a read lock (which fails at once instead of waiting).
+	q.Set("_txlock", "immediate")
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
+
+	sdb, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sdb.SetMaxOpenConns(8)
+	sdb.SetMaxIdleConns(8)
+	var mode string
+	if err := sdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		sdb.Close()
+		return nil, fmt.Errorf("open sqlite %s: journal mode is %q, want wal", path, mode)
+	}
+	if err := migrate(ctx, sdb, "sqlite", ""); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return &db{
+		sql:  sdb,
+		wsem: make(chan struct{}, 1),
+		fkViolation: func(err error) bool {
+			var se *sqlite.Error
+			return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+		},
+	}, nil
+}
