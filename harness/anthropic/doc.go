@@ -37,4 +37,32 @@
 //     changed), so a call that never ran costs no image tokens.
 //   - Prompt caching: cache_control on the tool, on the system prompt, and on
 //     the last block of the newest user message.
+//
+// # Application-side tools
+//
+// Config.Tools are declared as custom tools ({"name", "description",
+// "input_schema"}) after the computer tool. A tool_use of one becomes a
+// Call with Input (the block's input, as sent) and no Actions; it is
+// answered, in the call's place among the turn's tool_result blocks, with a
+// tool_result whose text is Result.Output, or "Error: ..." with is_error.
+// A turn may mix computer and client calls; every tool_use id gets its
+// tool_result in the order of the calls.
+//
+// # Saved state
+//
+// Model implements harness.Stateful. MarshalState saves the messages (as
+// the Messages API params, base64 screenshots included: the state grows by
+// about 4/3 of each screenshot sent, since this adapter sends every
+// screenshot again on each request), the pending calls, a paused turn and
+// the pointer position; no API key. UnmarshalState into a Model of the same
+// model and tool version continues the conversation: its next request is
+// byte for byte the one the saving Model would have sent.
+//
+// # Executor codec
+//
+// DecodeCall and EncodeResult serve clients that run their own agent loop:
+// DecodeCall reads one computer tool_use block (actions of
+// ExecutorVersion) into a Call, EncodeResult writes a Result as the
+// tool_result block for the same tool_use_id, with the screenshot as a
+// base64 image. They are the Model's own decoder and encoder.
 package anthropic

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/base64"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
@@ -57,6 +59,11 @@ type Config struct {
 	Tool ToolVersion
 	// DisableZoom declares computer_20251124 without enable_zoom.
 	DisableZoom bool
+	// Tools are application-side tools, declared as custom tools (name,
+	// description, input_schema) after the computer tool. A call to one
+	// comes back as a Call with Input and no Actions; its Result.Output
+	// (or Err, with is_error) is sent back as the tool_result's text.
+	Tools []harness.ToolSpec
 
 	System     string       // default DefaultSystem
 	MaxTokens  int          // default DefaultMaxTokens
@@ -94,7 +101,8 @@ type Model struct {
 	cfg     Config
 	version ToolVersion
 	svc     anthropic.BetaMessageService
-	tool    anthropic.BetaToolUnionParam
+	tools   []anthropic.BetaToolUnionParam // the computer tool, then Config.Tools
+	clients map[string]bool                // names of Config.Tools
 	log     *slog.Logger
 
 	mu      sync.Mutex
@@ -109,9 +117,10 @@ type Model struct {
 
 // pendingCall is a call waiting for its result.
 type pendingCall struct {
-	id  string
-	n   int            // actions in the call
-	end *actions.Point // where the call moves the pointer, if it does
+	id     string
+	n      int            // actions in the call
+	end    *actions.Point // where the call moves the pointer, if it does
+	client bool           // a call of an application-side tool (Config.Tools)
 }
 
 // New returns a Model for cfg. It does no I/O.
@@ -142,6 +151,10 @@ func New(cfg Config) (*Model, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	custom, clients, err := customTools(cfg.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
 	// The SDK's NewClient would read the environment (ANTHROPIC_API_KEY,
 	// profiles, ...); only cmd/ may, so the service gets explicit options.
 	opts := []option.RequestOption{
@@ -157,7 +170,8 @@ func New(cfg Config) (*Model, error) {
 		cfg:     cfg,
 		version: cfg.Tool,
 		svc:     anthropic.NewBetaMessageService(opts...),
-		tool:    toolParam(cfg),
+		tools:   append([]anthropic.BetaToolUnionParam{toolParam(cfg)}, custom...),
+		clients: clients,
 		log:     cfg.Logger.With(logKeyProvider, "anthropic", logKeyModel, cfg.Model),
 	}, nil
 }
@@ -266,12 +280,12 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 		if c.Type != "tool_use" {
 			continue
 		}
-		call := m.decodeCall(c, turn.Stop == harness.StopMaxTokens, at)
+		call := decodeToolUse(c, m.decoder(at), m.clients, turn.Stop == harness.StopMaxTokens)
 		end := pointerAfter(call.Actions)
 		if end != nil {
 			at = end
 		}
-		pending = append(pending, pendingCall{id: call.ID, n: len(call.Actions), end: end})
+		pending = append(pending, pendingCall{id: call.ID, n: len(call.Actions), end: end, client: call.Input != nil})
 		turn.Calls = append(turn.Calls, call)
 	}
 	if len(turn.Calls) > 0 && turn.Stop == harness.StopEndTurn {
@@ -299,19 +313,84 @@ func (m *Model) logTurn(ctx context.Context, resp *anthropic.BetaMessage, calls 
 			"cached", u.CachedTokens, "cost_usd_estimate", u.CostUSD))
 }
 
-// decodeCall turns one tool_use block into a Call.
-func (m *Model) decodeCall(c anthropic.BetaContentBlockUnion, truncated bool, cursor *actions.Point) harness.Call {
+// decoder is the Decoder of m's computer tool, with the pointer at cursor.
+func (m *Model) decoder(cursor *actions.Point) Decoder {
+	return Decoder{Version: m.version, NoZoom: m.cfg.DisableZoom, Cursor: cursor}
+}
+
+// decodeToolUse turns one tool_use block into a Call: a computer call
+// decoded by d, or a call of one of the clients' tools, whose input is kept
+// as it came (Call.Input, never nil for a client call).
+func decodeToolUse(c anthropic.BetaContentBlockUnion, d Decoder, clients map[string]bool, truncated bool) harness.Call {
 	call := harness.Call{ID: c.ID, Name: c.Name, Space: screen.Image, Raw: json.RawMessage(c.RawJSON())}
 	switch {
+	case clients[c.Name]:
+		call.Input = json.RawMessage(cmp.Or(strings.TrimSpace(string(c.Input)), "{}"))
+		if truncated {
+			call.DecodeErr = ErrTruncated
+		}
 	case truncated:
 		call.DecodeErr = ErrTruncated
 	case c.Name != ToolName:
-		call.DecodeErr = fmt.Errorf("%w %q: the only tool is %q", ErrUnknownTool, clip(c.Name), ToolName)
+		call.DecodeErr = fmt.Errorf("%w %q: the tools are %s", ErrUnknownTool, clip(c.Name), toolNames(clients))
 	default:
-		d := Decoder{Version: m.version, NoZoom: m.cfg.DisableZoom, Cursor: cursor}
 		call.Actions, call.DecodeErr = d.Decode(c.Input)
 	}
 	return call
+}
+
+// toolNames lists the declared tools, for an error message.
+func toolNames(clients map[string]bool) string {
+	names := []string{ToolName}
+	for n := range clients {
+		names = append(names, n)
+	}
+	slices.Sort(names[1:])
+	return strings.Join(names, ", ")
+}
+
+// customTools declares the application-side tools as custom tools.
+func customTools(specs []harness.ToolSpec) ([]anthropic.BetaToolUnionParam, map[string]bool, error) {
+	var tools []anthropic.BetaToolUnionParam
+	names := map[string]bool{}
+	for i, t := range specs {
+		switch {
+		case t.Name == "":
+			return nil, nil, fmt.Errorf("Tools[%d] has no name", i)
+		case t.Name == ToolName:
+			return nil, nil, fmt.Errorf("Tools[%d]: %q is the computer tool's name", i, t.Name)
+		case names[t.Name]:
+			return nil, nil, fmt.Errorf("Tools[%d]: %q is declared twice", i, t.Name)
+		}
+		schema, err := schemaObject(t.InputSchema)
+		if err != nil {
+			return nil, nil, fmt.Errorf("Tools[%d] %q: input_schema %v", i, t.Name, err)
+		}
+		p := &anthropic.BetaToolParam{Name: t.Name, InputSchema: param.Override[anthropic.BetaToolInputSchemaParam](schema)}
+		if t.Description != "" {
+			p.Description = anthropic.String(t.Description)
+		}
+		names[t.Name] = true
+		tools = append(tools, anthropic.BetaToolUnionParam{OfTool: p})
+	}
+	return tools, names, nil
+}
+
+// schemaObject checks that raw is a JSON Schema object of type "object"
+// (or no type, which gets "object"); empty means any object.
+func schemaObject(raw json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, errors.New("is not a JSON object")
+	}
+	if t, ok := obj["type"]; ok && string(bytes.TrimSpace(t)) != `"object"` {
+		return nil, fmt.Errorf("has type %s, want \"object\"", clip(string(t)))
+	}
+	obj["type"] = json.RawMessage(`"object"`)
+	return json.Marshal(obj)
 }
 
 // prepare builds the conversation to send for in, ending with a user
@@ -338,7 +417,7 @@ func (m *Model) prepare(in harness.Input) ([]anthropic.BetaMessageParam, *action
 			if r.CallID != "" && r.CallID != p.id {
 				return nil, nil, fmt.Errorf("%w: result %d is for call %q, want %q", ErrInput, i, r.CallID, p.id)
 			}
-			b, err := m.toolResult(p, r)
+			b, err := toolResult(p, r, m.cfg.Display)
 			if err != nil {
 				return nil, nil, fmt.Errorf("result %d (call %s): %w", i, p.id, err)
 			}
@@ -350,7 +429,7 @@ func (m *Model) prepare(in harness.Input) ([]anthropic.BetaMessageParam, *action
 	case in.Task == "" && in.Shot == nil:
 		return nil, nil, fmt.Errorf("%w: nothing to send (no task, screenshot or results)", ErrInput)
 	case in.Shot != nil:
-		img, err := m.image(in.Shot, true)
+		img, err := image(in.Shot, true, m.cfg.Display)
 		if err != nil {
 			return nil, nil, fmt.Errorf("first screenshot: %w", err)
 		}
@@ -384,8 +463,12 @@ func cursorAfter(cursor *actions.Point, p pendingCall, r harness.Result) *action
 	return nil // a move failed, maybe part way: the pointer could be anywhere
 }
 
-// toolResult answers call p with r.
-func (m *Model) toolResult(p pendingCall, r harness.Result) (anthropic.BetaContentBlockParamUnion, error) {
+// toolResult answers call p with r. display is the declared display size
+// that full screenshots must have; empty means any size.
+func toolResult(p pendingCall, r harness.Result, display screen.Size) (anthropic.BetaContentBlockParamUnion, error) {
+	if p.client {
+		return clientResult(p, r), nil
+	}
 	var lines []string
 	if r.Err != nil {
 		lines = append(lines, "Error: "+r.Err.Error())
@@ -407,7 +490,7 @@ func (m *Model) toolResult(p pendingCall, r harness.Result) (anthropic.BetaConte
 		}
 		if shot != nil {
 			lines = append(lines, shot.Events...)
-			img, err := m.image(shot, full)
+			img, err := image(shot, full, display)
 			if err != nil {
 				return anthropic.BetaContentBlockParamUnion{}, err
 			}
@@ -429,15 +512,32 @@ func (m *Model) toolResult(p pendingCall, r harness.Result) (anthropic.BetaConte
 	return anthropic.BetaContentBlockParamUnion{OfToolResult: &b}, nil
 }
 
+// clientResult answers a call of an application-side tool: its output as
+// text, or its error with is_error.
+func clientResult(p pendingCall, r harness.Result) anthropic.BetaContentBlockParamUnion {
+	text := r.Output
+	if r.Err != nil {
+		text = "Error: " + r.Err.Error()
+	}
+	b := anthropic.BetaToolResultBlockParam{ToolUseID: p.id}
+	if strings.TrimSpace(text) != "" { // the API refuses empty text blocks
+		b.Content = []anthropic.BetaToolResultBlockParamContentUnion{{OfText: &anthropic.BetaTextBlockParam{Text: text}}}
+	}
+	if r.Err != nil {
+		b.IsError = anthropic.Bool(true)
+	}
+	return anthropic.BetaContentBlockParamUnion{OfToolResult: &b}
+}
+
 // image makes an image block of s. A full screenshot must have the
-// declared display size.
-func (m *Model) image(s *screen.Shot, full bool) (anthropic.BetaContentBlockParamUnion, error) {
+// declared display size, unless display is empty.
+func image(s *screen.Shot, full bool, display screen.Size) (anthropic.BetaContentBlockParamUnion, error) {
 	if len(s.Data) == 0 {
 		return anthropic.BetaContentBlockParamUnion{}, fmt.Errorf("screenshot %s has no image data", s.Frame.ID)
 	}
-	if sent := s.Frame.Sent; full && !sent.Empty() && sent != m.cfg.Display {
+	if sent := s.Frame.Sent; full && !sent.Empty() && !display.Empty() && sent != display {
 		return anthropic.BetaContentBlockParamUnion{}, fmt.Errorf("%w: screenshot %s is %dx%d, the tool declares %dx%d",
-			ErrDisplaySize, s.Frame.ID, sent.W, sent.H, m.cfg.Display.W, m.cfg.Display.H)
+			ErrDisplaySize, s.Frame.ID, sent.W, sent.H, display.W, display.H)
 	}
 	return anthropic.NewBetaImageBlock(anthropic.BetaBase64ImageSourceParam{
 		Data:      base64.StdEncoding.EncodeToString(s.Data),
@@ -452,7 +552,7 @@ func (m *Model) send(ctx context.Context, msgs []anthropic.BetaMessageParam) (*a
 		MaxTokens: int64(m.cfg.MaxTokens),
 		System: []anthropic.BetaTextBlockParam{{
 			Text: m.cfg.System, CacheControl: anthropic.NewBetaCacheControlEphemeralParam()}},
-		Tools:    []anthropic.BetaToolUnionParam{m.tool},
+		Tools:    m.tools,
 		Messages: cacheLastUser(msgs),
 		Betas:    []anthropic.AnthropicBeta{anthropic.AnthropicBeta(m.version.Beta())},
 	}

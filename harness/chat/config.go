@@ -1,12 +1,15 @@
 package chat
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -130,6 +133,13 @@ type Config struct {
 	// Price is what the model costs, for hosted open models. Nil means
 	// free (a model on one's own server): tokens are still counted.
 	Price *Price
+
+	// Tools are application-side tools, declared as function tools (name,
+	// description, parameters) after the computer function; the Functions
+	// dialect only. A call to one comes back as a Call with Input (the
+	// arguments) and no Actions; its Result.Output, or "Error: " and
+	// Result.Err, is sent back as the tool message.
+	Tools []harness.ToolSpec
 }
 
 // Price is what a model costs in US dollars per million tokens.
@@ -186,6 +196,27 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	default:
 		return c, fmt.Errorf("chat: unknown dialect %q (want %q, %q or %q)", c.Dialect, UITARS15, UITARS10, Functions)
+	}
+	if len(c.Tools) > 0 && c.Dialect != Functions {
+		return c, fmt.Errorf("chat: Config.Tools needs the %s dialect; %s has no function calls", Functions, c.Dialect)
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tools {
+		switch {
+		case t.Name == "":
+			return c, fmt.Errorf("chat: Tools[%d] has no name", i)
+		case t.Name == ComputerFunction:
+			return c, fmt.Errorf("chat: Tools[%d]: %q is the computer function's name", i, t.Name)
+		case seen[t.Name]:
+			return c, fmt.Errorf("chat: Tools[%d]: %q is declared twice", i, t.Name)
+		}
+		seen[t.Name] = true
+		if len(bytes.TrimSpace(t.InputSchema)) > 0 {
+			var s map[string]any
+			if err := json.Unmarshal(t.InputSchema, &s); err != nil || s == nil {
+				return c, fmt.Errorf("chat: Tools[%d] %q: input_schema is not a JSON object", i, t.Name)
+			}
+		}
 	}
 	if c.Display.W < 0 || c.Display.H < 0 || c.Resized.W < 0 || c.Resized.H < 0 {
 		return c, fmt.Errorf("chat: Config.Display and Config.Resized must not be negative")

@@ -74,5 +74,21 @@
 // models on one's own server cost nothing (Config.Price sets a price for
 // hosted ones). API keys, image bytes and typed text are never logged.
 //
+// # Application-side tools
+//
+// Config.Tools (Functions dialect only) are declared as function tools
+// after the computer function. A call of one becomes a Call with Input (the
+// arguments, which must be JSON) and no Actions, answered in its place among
+// the turn's tool messages with Result.Output, or "Error: ...".
+//
+// # Saved state
+//
+// Model implements harness.Stateful. MarshalState saves the messages with
+// only the newest Config.KeepScreenshots screenshots (data URLs, about 4/3
+// of their bytes; older ones are never sent again), the pending calls, and
+// what the next turn depends on; no API key. UnmarshalState into a Model of
+// the same model and dialect continues the conversation with the same
+// requests.
+//
 // Package chattest provides a scripted fake server for tests.
 package chat

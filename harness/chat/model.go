@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,6 +37,8 @@ type Model struct {
 	svc   openai.ChatCompletionService
 	log   *slog.Logger
 	tools []openai.ChatCompletionToolUnionParam
+	// clients names the application-side tools (Config.Tools).
+	clients map[string]bool
 
 	mu      sync.Mutex
 	msgs    []message   // the conversation after the system message
@@ -74,6 +75,7 @@ type toolCall struct{ id, name, args string }
 type pending struct {
 	id      string
 	actions int
+	client  bool // a call of an application-side tool
 }
 
 // New returns a Model for cfg. It does not contact the server.
@@ -109,6 +111,19 @@ func New(cfg Config) (*Model, error) {
 			Description: param.NewOpt(computerDescription(m.functionSpace(cfg.Display), cfg.Display)),
 			Parameters:  shared.FunctionParameters(computerSchema()),
 		})}
+		m.clients = map[string]bool{}
+		for _, t := range cfg.Tools {
+			var schema map[string]any
+			if json.Unmarshal(t.InputSchema, &schema) != nil || schema == nil {
+				schema = map[string]any{"type": "object"}
+			}
+			f := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+			if t.Description != "" {
+				f.Description = param.NewOpt(t.Description)
+			}
+			m.tools = append(m.tools, openai.ChatCompletionFunctionTool(f))
+			m.clients[t.Name] = true
+		}
 	}
 	return m, nil
 }
@@ -221,6 +236,10 @@ func (m *Model) input(in harness.Input) ([]message, screen.Size, error) {
 		if r.CallID != c.id {
 			return nil, screen.Size{}, fmt.Errorf("chat: result %d answers call %q, want %q", i, r.CallID, c.id)
 		}
+		if c.client {
+			add = append(add, message{role: "tool", callID: c.id, text: clientText(r)})
+			continue
+		}
 		var pic, zoom picture
 		if r.Shot != nil {
 			var err error
@@ -276,6 +295,15 @@ func (m *Model) input(in harness.Input) ([]message, screen.Size, error) {
 		return nil, screen.Size{}, fmt.Errorf("chat: nothing to send: the last turn made no calls and the input has no task")
 	}
 	return add, size, nil
+}
+
+// clientText is the tool message answering a call of an application-side
+// tool: its output, or its error.
+func clientText(r harness.Result) string {
+	if r.Err != nil {
+		return "Error: " + r.Err.Error()
+	}
+	return r.Output
 }
 
 // first is the first input: the task and the first screenshot.
@@ -420,10 +448,6 @@ func (m *Model) resized(s screen.Size) screen.Size {
 // Config.KeepScreenshots images are sent; a user message left with nothing
 // is left out, as UI-TARS deployments leave out old screenshots.
 func (m *Model) params(msgs []message) openai.ChatCompletionNewParams {
-	keep := math.MaxInt // negative KeepScreenshots: all
-	if k := m.cfg.KeepScreenshots; k >= 0 {
-		keep = k
-	}
 	// Count images from the end, to find which ones to send.
 	images := 0
 	for _, msg := range msgs {
@@ -433,7 +457,7 @@ func (m *Model) params(msgs []message) openai.ChatCompletionNewParams {
 			}
 		}
 	}
-	skip := max(0, images-keep) // the oldest images to leave out
+	skip := max(0, images-m.keep()) // the oldest images to leave out
 	list := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(m.cfg.System)}
 	for _, msg := range msgs {
 		switch msg.role {
@@ -620,17 +644,31 @@ func (m *Model) parseFunctions(c openai.ChatCompletionChoice, size screen.Size) 
 		raw, _ := json.Marshal(tc)
 		call := harness.Call{ID: id, Name: tc.Function.Name, Space: space, Raw: raw}
 		args, err := argumentsText(tc.Function.Arguments)
+		p := pending{id: id}
 		switch {
+		case m.clients[tc.Function.Name]:
+			p.client = true
+			call.Input = json.RawMessage("{}")
+			switch {
+			case err != nil:
+				call.DecodeErr = invalidf("%s: %v", tc.Function.Name, err)
+			case strings.TrimSpace(args) == "":
+			case !json.Valid([]byte(args)):
+				call.DecodeErr = invalidf("%s: the arguments are not JSON", tc.Function.Name)
+			default:
+				call.Input = json.RawMessage(args)
+			}
 		case err != nil:
 			call.DecodeErr = invalidf("%s: %v", tc.Function.Name, err)
 		case tc.Function.Name != ComputerFunction:
-			call.DecodeErr = invalidf("unknown function %s (the only function is %s)", quoteClip(tc.Function.Name), ComputerFunction)
+			call.DecodeErr = invalidf("unknown function %s (%s)", quoteClip(tc.Function.Name), m.functionNames())
 		default:
 			call.Actions, call.DecodeErr = DecodeArguments(args)
 		}
 		reply.calls = append(reply.calls, toolCall{id: id, name: tc.Function.Name, args: replayArguments(args)})
 		turn.Calls = append(turn.Calls, call)
-		calls = append(calls, pending{id: id, actions: len(call.Actions)})
+		p.actions = len(call.Actions)
+		calls = append(calls, p)
 	}
 	switch {
 	case c.FinishReason == "length":
@@ -645,4 +683,16 @@ func (m *Model) parseFunctions(c openai.ChatCompletionChoice, size screen.Size) 
 		turn.Stop = harness.StopEndTurn
 	}
 	return turn, reply, calls
+}
+
+// functionNames says which functions are declared, for an error message.
+func (m *Model) functionNames() string {
+	if len(m.cfg.Tools) == 0 {
+		return "the only function is " + ComputerFunction
+	}
+	names := []string{ComputerFunction}
+	for _, t := range m.cfg.Tools {
+		names = append(names, t.Name)
+	}
+	return "the functions are " + strings.Join(names, ", ")
 }

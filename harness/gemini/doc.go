@@ -53,4 +53,31 @@
 // The wire uses the REST API's camelCase names (computerUse,
 // excludedPredefinedFunctions, functionResponse, thoughtSignature); the API
 // accepts them as it accepts the snake_case ones.
+//
+// # Application-side tools
+//
+// Config.Tools are declared as function declarations with
+// parametersJsonSchema, beside computer_use (and Config.Custom). A call of
+// one becomes a Call with Input (the args as JSON) and no Actions, and is
+// answered in its place among the turn's function responses with
+// {"output": Result.Output}, or {"error": ...}, under the call's id and
+// name.
+//
+// # Saved state
+//
+// Model implements harness.Stateful. MarshalState saves the history as
+// genai contents (the first screenshot and the function-response
+// screenshots of the newest Config.KeepShots turns inline, base64: about
+// 4/3 of their bytes; thought signatures kept exactly), the pending calls
+// and the call count; no API key. UnmarshalState into a Model of the same
+// model and function set continues the conversation with the same
+// requests.
+//
+// # Executor codec
+//
+// DecodePart reads one part holding a functionCall (either function set,
+// picked by name) into a Call; EncodeResult writes the functionResponse
+// part for the same id and name, with the screenshot as inline data and
+// the safety acknowledgement when a human approved. They are the Model's
+// own decoder and encoder.
 package gemini

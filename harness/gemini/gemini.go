@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -74,6 +75,14 @@ type Config struct {
 	// reference implementation keeps 3). 0 means DefaultKeepShots, negative
 	// keeps all. The first screenshot, sent with the task, is always kept.
 	KeepShots int
+	// Tools are application-side tools, declared as ordinary function
+	// declarations (name, description, parametersJsonSchema) beside
+	// computer_use. A call to one comes back as a Call with Input (the
+	// args as JSON) and no Actions; its Result.Output is sent back as
+	// the functionResponse's response {"output": ...}, or Result.Err as
+	// {"error": ...}. Names must differ from the predefined and Custom
+	// functions'.
+	Tools []harness.ToolSpec
 }
 
 // Function is an ordinary function the model may call besides the
@@ -105,6 +114,7 @@ type Model struct {
 	config    *genai.GenerateContentConfig
 	excluded  []string
 	custom    map[string]Function
+	clients   map[string]bool // names of Config.Tools
 	searchURL string
 	keepShots int
 	price     price
@@ -121,6 +131,7 @@ type pending struct {
 	wireID string // the functionCall id as sent; may be empty
 	name   string
 	safety []harness.SafetyCheck
+	client bool // a call of an application-side tool
 }
 
 // New returns a Model for cfg. It does no I/O.
@@ -165,6 +176,30 @@ func New(cfg Config) (*Model, error) {
 		if slices.Contains(set.Names(), name) {
 			excluded = append(excluded, name)
 		}
+	}
+	clients := map[string]bool{}
+	for i, t := range cfg.Tools {
+		switch {
+		case t.Name == "":
+			return nil, fmt.Errorf("gemini: Tools[%d] has no name", i)
+		case clients[t.Name]:
+			return nil, fmt.Errorf("gemini: Tools[%d]: %q is declared twice", i, t.Name)
+		case slices.Contains(set.Names(), t.Name):
+			return nil, fmt.Errorf("gemini: Tools[%d]: %q is a predefined %s function", i, t.Name, set)
+		}
+		if _, ok := custom[t.Name]; ok {
+			return nil, fmt.Errorf("gemini: Tools[%d]: %q is also a Custom function", i, t.Name)
+		}
+		d := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
+		if len(bytes.TrimSpace(t.InputSchema)) > 0 {
+			var schema map[string]any
+			if err := json.Unmarshal(t.InputSchema, &schema); err != nil || schema == nil {
+				return nil, fmt.Errorf("gemini: Tools[%d] %q: input_schema is not a JSON object", i, t.Name)
+			}
+			d.ParametersJsonSchema = schema
+		}
+		clients[t.Name] = true
+		decls = append(decls, d)
 	}
 	slices.Sort(excluded)
 	excluded = slices.Compact(excluded)
@@ -214,6 +249,7 @@ func New(cfg Config) (*Model, error) {
 		config:    gc,
 		excluded:  excluded,
 		custom:    custom,
+		clients:   clients,
 		searchURL: cmp.Or(cfg.SearchURL, DefaultSearchURL),
 		keepShots: keep,
 		price:     priceFor(model),
@@ -299,6 +335,15 @@ func (m *Model) userContent(in harness.Input) (*genai.Content, error) {
 // position in grid units if known, and the screenshot (then any zoom image)
 // as inline parts.
 func functionResponse(p pending, r harness.Result) *genai.FunctionResponse {
+	if p.client {
+		// An application-side tool: its output, or its error, as the
+		// Gemini documentation's "output" and "error" keys.
+		resp := map[string]any{"output": r.Output}
+		if r.Err != nil {
+			resp = map[string]any{"error": r.Err.Error()}
+		}
+		return &genai.FunctionResponse{ID: p.wireID, Name: p.name, Response: resp}
+	}
 	resp := map[string]any{}
 	var parts []*genai.FunctionResponsePart
 	var notes []any
@@ -390,7 +435,7 @@ func (m *Model) parse(resp *genai.GenerateContentResponse) (parsed, error) {
 			switch {
 			case p == nil:
 			case p.FunctionCall != nil:
-				call, pd := m.call(p, m.calls+len(r.pending))
+				call, pd := decodePart(p, m.calls+len(r.pending), m.decoder())
 				r.turn.Calls = append(r.turn.Calls, call)
 				r.pending = append(r.pending, pd)
 			case p.Text != "" && !p.Thought:
@@ -428,9 +473,22 @@ func (m *Model) parse(resp *genai.GenerateContentResponse) (parsed, error) {
 	return r, nil
 }
 
-// call decodes one functionCall part; n counts the calls before it, for an
-// id when the model gave none.
-func (m *Model) call(p *genai.Part, n int) (harness.Call, pending) {
+// decoder is what decodes m's function calls.
+type decoder struct {
+	set       FunctionSet
+	excluded  []string
+	custom    map[string]Function
+	clients   map[string]bool
+	searchURL string
+}
+
+func (m *Model) decoder() decoder {
+	return decoder{set: m.set, excluded: m.excluded, custom: m.custom, clients: m.clients, searchURL: m.searchURL}
+}
+
+// decodePart decodes one functionCall part; n counts the calls before it,
+// for an id when the model gave none.
+func decodePart(p *genai.Part, n int, d decoder) (harness.Call, pending) {
 	fc := p.FunctionCall
 	id := fc.ID
 	if id == "" {
@@ -440,27 +498,39 @@ func (m *Model) call(p *genai.Part, n int) (harness.Call, pending) {
 	if raw, err := json.Marshal(p); err == nil {
 		call.Raw = raw
 	}
+	pd := pending{id: id, wireID: fc.ID, name: fc.Name}
+	if d.clients[fc.Name] {
+		pd.client = true
+		call.Input = json.RawMessage("{}")
+		if len(fc.Args) > 0 {
+			// Args came from JSON, so they marshal back.
+			if in, err := json.Marshal(fc.Args); err == nil {
+				call.Input = in
+			}
+		}
+		return call, pd
+	}
 	checks, err := safetyChecks(id, fc.Args)
-	call.SafetyChecks = checks
+	call.SafetyChecks, pd.safety = checks, checks
 	var acts []actions.Action
-	switch f, ok := m.custom[fc.Name]; {
+	switch f, ok := d.custom[fc.Name]; {
 	case err != nil:
 	case ok:
 		acts, err = f.Decode(fc.Args)
 		if err == nil && len(acts) == 0 {
 			err = fmt.Errorf("%w: %s decoded to no actions", actions.ErrInvalid, fc.Name)
 		}
-	case slices.Contains(m.excluded, fc.Name) && !isUnsupported(fc.Name):
+	case slices.Contains(d.excluded, fc.Name) && !isUnsupported(fc.Name):
 		err = fmt.Errorf("%w: %s is excluded in this session", actions.ErrInvalid, fc.Name)
 	default:
-		acts, err = decodeCall(m.set, fc.Name, fc.Args, m.searchURL)
+		acts, err = decodeCall(d.set, fc.Name, fc.Args, d.searchURL)
 	}
 	if err != nil {
 		call.DecodeErr = err
 	} else {
 		call.Actions = acts
 	}
-	return call, pending{id: id, wireID: fc.ID, name: fc.Name, safety: checks}
+	return call, pd
 }
 
 func isUnsupported(name string) bool { _, ok := unsupported[name]; return ok }

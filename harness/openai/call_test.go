@@ -27,7 +27,10 @@ func FuzzDecodeCallItem(f *testing.F) {
 	m := &Model{cfg: Config{Tool: ToolGA, Functions: extensionTypes}}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for name, decode := range map[string]func([]byte) (int, error){
-			"computerCall": func(b []byte) (int, error) { c, _ := m.computerCall(b); return len(c.Actions), c.DecodeErr },
+			"computerCall": func(b []byte) (int, error) {
+				c, _ := computerCall(b, string(ToolGA))
+				return len(c.Actions), c.DecodeErr
+			},
 			"functionCall": func(b []byte) (int, error) { c, _ := m.functionCall(b); return len(c.Actions), c.DecodeErr },
 		} {
 			n, err := decode(raw)

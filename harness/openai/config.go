@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -65,6 +68,13 @@ type Config struct {
 	// "mouse_up", "hold_key", "zoom", "cursor_position". Their arguments
 	// are the fields DecodeAction documents for the type of the same name.
 	Functions []string
+
+	// Tools are application-side tools, declared as function tools (name,
+	// description, parameters) after the computer tool. A call to one
+	// comes back as a Call with Input (the arguments) and no Actions; its
+	// Result.Output, or "Error: " and Result.Err, is sent back as the
+	// function_call_output. Names must differ from Functions'.
+	Tools []harness.ToolSpec
 
 	// ReasoningSummary asks for reasoning summaries: "auto", "concise" or
 	// "detailed". Empty means none are asked for. Summaries are logged at
@@ -156,6 +166,24 @@ func (c Config) withDefaults() (Config, error) {
 	for _, f := range c.Functions {
 		if _, ok := functionSchemas[f]; !ok {
 			return c, fmt.Errorf("openai: unknown function %q (want one of %s)", f, strings.Join(extensionTypes, ", "))
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Tools {
+		switch {
+		case t.Name == "":
+			return c, fmt.Errorf("openai: Tools[%d] has no name", i)
+		case seen[t.Name]:
+			return c, fmt.Errorf("openai: Tools[%d]: %q is declared twice", i, t.Name)
+		case slices.Contains(c.Functions, t.Name):
+			return c, fmt.Errorf("openai: Tools[%d]: %q is also one of Functions", i, t.Name)
+		}
+		seen[t.Name] = true
+		if len(bytes.TrimSpace(t.InputSchema)) > 0 {
+			var s map[string]any
+			if err := json.Unmarshal(t.InputSchema, &s); err != nil || s == nil {
+				return c, fmt.Errorf("openai: Tools[%d] %q: input_schema is not a JSON object", i, t.Name)
+			}
 		}
 	}
 	if c.MaxTokens < 0 || c.KeepScreenshots < 0 {

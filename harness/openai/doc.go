@@ -85,5 +85,33 @@
 // Usage per turn comes from the response; its cost is an estimate from a
 // small built-in price table (Config.Price overrides it).
 //
+// # Application-side tools
+//
+// Config.Tools are declared as function tools after the computer tool (and
+// Config.Functions). A function_call of one becomes a Call with Input (the
+// arguments, which must be JSON; empty means {}) and no Actions. It is
+// answered by a function_call_output whose output is Result.Output, or
+// "Error: ..." (the item has no error flag), in the call's place among the
+// turn's outputs, so mixed turns pair every output to its call_id in order.
+//
+// # Saved state
+//
+// Model implements harness.Stateful. MarshalState saves every input item as
+// JSON (screenshots as data URLs, about 4/3 of their bytes; with
+// Config.KeepScreenshots only the screenshots still sent in full are
+// saved, the rest as their blank form), the pending calls with their safety
+// checks and the last screenshot sent; no API key. UnmarshalState into a
+// Model of the same model and tool continues the conversation with the
+// same requests.
+//
+// # Executor codec
+//
+// DecodeCall reads one computer_call item (GA or preview, with its
+// pending_safety_checks) into a Call; EncodeResult writes the
+// computer_call_output for the same call_id, with the screenshot as a data
+// URL and the approved checks in acknowledged_safety_checks; ResultMessage
+// is the user message with the text a computer_call_output has no place
+// for. They are the Model's own decoder and encoder.
+//
 // Package openaitest provides a scripted fake server for tests.
 package openai

@@ -37,8 +37,10 @@ type Model struct {
 	svc   responses.ResponseService
 	log   *slog.Logger
 	tools []responses.ToolUnionParam
-	price Price
-	known bool // price is known
+	// clients names the application-side tools (Config.Tools).
+	clients map[string]bool
+	price   Price
+	known   bool // price is known
 
 	mu      sync.Mutex
 	items   []item    // the conversation so far, sent in full on every request
@@ -59,6 +61,7 @@ type item struct {
 type pending struct {
 	id       string
 	function bool // a function_call, not a computer_call
+	client   bool // a function_call of an application-side tool
 	actions  int  // how many actions the call had
 	checks   []harness.SafetyCheck
 }
@@ -87,11 +90,15 @@ func New(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithProject(cfg.Project))
 	}
 	m := &Model{
-		cfg:    cfg,
-		svc:    responses.NewResponseService(opts...),
-		log:    cfg.Logger.With(logKeyModel, cfg.Model),
-		tools:  tools(cfg),
-		blanks: map[screen.Size]string{},
+		cfg:     cfg,
+		svc:     responses.NewResponseService(opts...),
+		log:     cfg.Logger.With(logKeyModel, cfg.Model),
+		tools:   tools(cfg),
+		clients: map[string]bool{},
+		blanks:  map[screen.Size]string{},
+	}
+	for _, t := range cfg.Tools {
+		m.clients[t.Name] = true
 	}
 	if cfg.Price != nil {
 		m.price, m.known = *cfg.Price, true
@@ -125,7 +132,25 @@ func tools(cfg Config) []responses.ToolUnionParam {
 			Strict: param.NewOpt(false),
 		}})
 	}
+	for _, t := range cfg.Tools {
+		f := &responses.FunctionToolParam{Name: t.Name, Parameters: schemaOf(t.InputSchema), Strict: param.NewOpt(false)}
+		if t.Description != "" {
+			f.Description = param.NewOpt(t.Description)
+		}
+		ts = append(ts, responses.ToolUnionParam{OfFunction: f})
+	}
 	return ts
+}
+
+// schemaOf is a tool's input schema as function parameters; empty (or a
+// schema that is not an object, which Config.withDefaults refuses) means
+// any object.
+func schemaOf(raw json.RawMessage) map[string]any {
+	var s map[string]any
+	if json.Unmarshal(raw, &s) != nil || s == nil {
+		s = map[string]any{"type": "object"}
+	}
+	return s
 }
 
 // Next sends in and returns the model's next turn. It blocks for the HTTP
@@ -177,19 +202,7 @@ func apiError(ctx context.Context, err error) error {
 
 // params is the request for the conversation items.
 func (m *Model) params(items []item) responses.ResponseNewParams {
-	keep := 0 // the items from keep on are sent in full
-	if k := m.cfg.KeepScreenshots; k > 0 {
-		// Find the oldest item whose screenshot is still sent in full.
-		for i := len(items) - 1; i >= 0; i-- {
-			if items[i].blank != nil {
-				if k == 0 {
-					break
-				}
-				k--
-				keep = i
-			}
-		}
-	}
+	keep := m.keepFrom(items)
 	list := make(responses.ResponseInputParam, len(items))
 	for i, it := range items {
 		if i < keep && it.blank != nil {
@@ -224,6 +237,26 @@ func (m *Model) params(items []item) responses.ResponseNewParams {
 		p.PromptCacheKey = param.NewOpt(m.cfg.PromptCacheKey)
 	}
 	return p
+}
+
+// keepFrom returns the index from which items' screenshots are sent in
+// full; those before it are sent blank (Config.KeepScreenshots). It only
+// grows as items are added.
+func (m *Model) keepFrom(items []item) int {
+	keep := 0
+	if k := m.cfg.KeepScreenshots; k > 0 {
+		// Find the oldest item whose screenshot is still sent in full.
+		for i := len(items) - 1; i >= 0; i-- {
+			if items[i].blank != nil {
+				if k == 0 {
+					break
+				}
+				k--
+				keep = i
+			}
+		}
+	}
+	return keep
 }
 
 // blank returns the data URL of a blank image of size s.
@@ -261,6 +294,10 @@ func (m *Model) input(in harness.Input) ([]item, picture, error) {
 		if r.CallID != c.id {
 			return nil, picture{}, fmt.Errorf("openai: result %d answers call %q, want %q", i, r.CallID, c.id)
 		}
+		if c.client {
+			add = append(add, clientOutput(r, c))
+			continue
+		}
 		pic := last
 		var missing string
 		if r.Shot != nil {
@@ -279,7 +316,11 @@ func (m *Model) input(in harness.Input) ([]item, picture, error) {
 			add = append(add, m.functionOutput(r, c, pic, text))
 			continue
 		}
-		add = append(add, m.computerOutput(r, c, pic))
+		out, stray := computerOutput(r, c, pic)
+		for _, id := range stray {
+			m.log.Warn("acknowledged safety check was not pending", logKeyCallID, c.id, "check", id)
+		}
+		add = append(add, out)
 		for _, t := range text {
 			notes = append(notes, fmt.Sprintf("computer_call %s: %s", c.id, t))
 		}
@@ -375,14 +416,28 @@ func textMessage(text string) item {
 	}}}
 }
 
+// clientOutput answers a call of an application-side tool with its output,
+// or its error as text: function_call_output has no error flag.
+func clientOutput(r harness.Result, c pending) item {
+	text := r.Output
+	if r.Err != nil {
+		text = "Error: " + r.Err.Error()
+	}
+	return item{p: responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+		CallID: param.NewOpt(c.id),
+		Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: param.NewOpt(text)},
+	}}}
+}
+
 // computerOutput answers a computer_call with its screenshot. It
-// acknowledges only the pending checks a human approved.
+// acknowledges only the pending checks a human approved, and returns the
+// ids of acknowledged checks that were not pending.
 //
 // The page URL goes inside the screenshot output, as output.current_url,
 // which is where OpenAI's reference agent puts it for browser
 // environments. PROVIDERS.md marks that placement unverified: this is the
 // one place that decides it.
-func (m *Model) computerOutput(r harness.Result, c pending, pic picture) item {
+func computerOutput(r harness.Result, c pending, pic picture) (item, []string) {
 	var acks []responses.ResponseInputItemComputerCallOutputAcknowledgedSafetyCheckParam
 	for _, ch := range c.checks {
 		if !slices.ContainsFunc(r.Acknowledged, func(a harness.SafetyCheck) bool { return a.ID == ch.ID }) {
@@ -397,9 +452,10 @@ func (m *Model) computerOutput(r harness.Result, c pending, pic picture) item {
 		}
 		acks = append(acks, ack)
 	}
+	var stray []string
 	for _, a := range r.Acknowledged {
 		if !slices.ContainsFunc(c.checks, func(ch harness.SafetyCheck) bool { return ch.ID == a.ID }) {
-			m.log.Warn("acknowledged safety check was not pending", logKeyCallID, c.id, "check", a.ID)
+			stray = append(stray, a.ID)
 		}
 	}
 	var url string
@@ -417,7 +473,7 @@ func (m *Model) computerOutput(r harness.Result, c pending, pic picture) item {
 			AcknowledgedSafetyChecks: acks,
 		}}
 	}
-	return item{p: out(pic.url), blank: out, size: pic.size}
+	return item{p: out(pic.url), blank: out, size: pic.size}, stray
 }
 
 // functionOutput answers a function_call: a text saying what happened, then
@@ -488,7 +544,7 @@ func (m *Model) parse(ctx context.Context, resp *responses.Response) (harness.Tu
 				m.log.DebugContext(ctx, "reasoning summary", logKeyResponse, resp.ID, "text", s.Text)
 			}
 		case "computer_call":
-			call, p := m.computerCall(raw)
+			call, p := computerCall(raw, string(m.cfg.Tool))
 			turn.Calls = append(turn.Calls, call)
 			calls = append(calls, p)
 		case "function_call":
@@ -527,9 +583,10 @@ func (m *Model) parse(ctx context.Context, resp *responses.Response) (harness.Tu
 	return turn, out, calls, nil
 }
 
-// computerCall decodes a computer_call item. A GA call carries an actions
-// batch; a preview call, one action. If both are present, actions wins.
-func (m *Model) computerCall(raw json.RawMessage) (harness.Call, pending) {
+// computerCall decodes a computer_call item of the tool named name. A GA
+// call carries an actions batch; a preview call, one action. If both are
+// present, actions wins.
+func computerCall(raw json.RawMessage, name string) (harness.Call, pending) {
 	var c struct {
 		CallID  string          `json:"call_id"`
 		Action  json.RawMessage `json:"action"`
@@ -540,7 +597,7 @@ func (m *Model) computerCall(raw json.RawMessage) (harness.Call, pending) {
 			Message string `json:"message"`
 		} `json:"pending_safety_checks"`
 	}
-	call := harness.Call{Name: string(m.cfg.Tool), Space: screen.Image, Raw: raw}
+	call := harness.Call{Name: name, Space: screen.Image, Raw: raw}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		call.DecodeErr = fmt.Errorf("%w: computer_call: %v", actions.ErrInvalid, err)
 		return call, pending{}
@@ -581,10 +638,26 @@ func (m *Model) functionCall(raw json.RawMessage) (harness.Call, pending) {
 	}
 	call.ID, call.Name = f.CallID, f.Name
 	p := pending{id: f.CallID, function: true}
+	if m.clients[f.Name] {
+		// An application-side tool: its arguments go to the client as
+		// they came, which must be JSON.
+		p.client = true
+		args := json.RawMessage(strings.TrimSpace(f.Arguments))
+		switch {
+		case len(args) == 0:
+			call.Input = json.RawMessage("{}")
+		case !json.Valid(args):
+			call.Input = json.RawMessage("{}")
+			call.DecodeErr = fmt.Errorf("%w: %s: the arguments are not JSON", actions.ErrInvalid, f.Name)
+		default:
+			call.Input = args
+		}
+		return call, p
+	}
 	if !slices.Contains(m.cfg.Functions, f.Name) {
 		declared := "none"
-		if len(m.cfg.Functions) > 0 {
-			declared = strings.Join(m.cfg.Functions, ", ")
+		if names := m.functionNames(); len(names) > 0 {
+			declared = strings.Join(names, ", ")
 		}
 		call.DecodeErr = fmt.Errorf("%w: unknown function %s (declared: %s)", actions.ErrInvalid, typeName(f.Name), declared)
 		return call, p
@@ -612,4 +685,14 @@ func (m *Model) functionCall(raw json.RawMessage) (harness.Call, pending) {
 func present(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))
 	return s != "" && s != "null"
+}
+
+// functionNames lists the declared functions: Config.Functions, then
+// Config.Tools.
+func (m *Model) functionNames() []string {
+	names := slices.Clone(m.cfg.Functions)
+	for _, t := range m.cfg.Tools {
+		names = append(names, t.Name)
+	}
+	return names
 }

@@ -7,6 +7,9 @@
 // A script can also state what it expects back: with Strict set, a call
 // whose result carries an error the script did not expect (expect_error)
 // ends the run, which makes a script a test.
+//
+// A Model is harness.Stateful: its state is where the replay stands, and a
+// Model made with the same script continues from it.
 package script
 
 import (
@@ -153,5 +156,34 @@ func (m *Model) check(rs []harness.Result) error {
 			return fmt.Errorf("%w: call %s failed: %v", ErrUnexpected, r.CallID, r.Err)
 		}
 	}
+	return nil
+}
+
+var _ harness.Stateful = (*Model)(nil)
+
+// scriptState is where a replay stands.
+type scriptState struct {
+	Next   int    `json:"next"`
+	Expect string `json:"expect,omitempty"`
+}
+
+// MarshalState saves where the replay stands: the next turn and the
+// previous turn's expected error. The turns themselves are not saved: a
+// restored Model must be made with the same script.
+func (m *Model) MarshalState() ([]byte, error) {
+	return json.Marshal(scriptState{Next: m.next, Expect: m.expect})
+}
+
+// UnmarshalState continues a replay saved by MarshalState, on a Model made
+// with the same script.
+func (m *Model) UnmarshalState(b []byte) error {
+	var s scriptState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("script: restore state: %w", err)
+	}
+	if s.Next < 0 || s.Next > len(m.Turns) {
+		return fmt.Errorf("script: restore state: turn %d of a script of %d turns", s.Next, len(m.Turns))
+	}
+	m.next, m.expect = s.Next, s.Expect
 	return nil
 }

@@ -19,6 +19,22 @@ import (
 // Providers lists the model providers a task may name.
 var Providers = []string{"script", "anthropic", "openai", "gemini", "chat"}
 
+// NewModel builds the model a session names, for a server that runs its
+// own loop: image is the size of the screenshots the model is sent, tools
+// are the application-side tools to declare next to the computer tool, and
+// getenv supplies API keys and base URLs (nil: none). A script model takes
+// no tools. With a cassette, the provider's adapter talks to a replay of
+// the recorded exchange; whether the replay went as recorded shows only as
+// model errors. The adapters of anthropic, openai, gemini and chat (and
+// script) implement harness.Stateful.
+func NewModel(m ModelSpec, image screen.Size, tools []harness.ToolSpec, getenv func(string) string, log *slog.Logger) (harness.Model, error) {
+	if m.Provider == "script" && len(tools) > 0 {
+		return nil, fmt.Errorf("%w: a script model cannot call application-side tools", ErrTask)
+	}
+	model, _, err := buildModel(m, image, tools, getenv, log)
+	return model, err
+}
+
 // newModel builds the model a task names. display is the size of the image
 // the model is sent; getenv supplies API keys and base URLs (nil: none).
 //
@@ -26,11 +42,15 @@ var Providers = []string{"script", "anthropic", "openai", "gemini", "chat"}
 // recorded exchange instead of the network, with a placeholder key; the
 // returned player says afterwards whether the replay went as recorded.
 func newModel(m ModelSpec, display screen.Size, getenv func(string) string, log *slog.Logger) (harness.Model, *cassette.Player, error) {
+	return buildModel(m, display, nil, getenv, log)
+}
+
+func buildModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, getenv func(string) string, log *slog.Logger) (harness.Model, *cassette.Player, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	if m.Cassette == "" {
-		model, err := providerModel(m, display, getenv, nil, log)
+		model, err := providerModel(m, display, tools, getenv, nil, log)
 		return model, nil, err
 	}
 	if m.Provider == "script" {
@@ -48,36 +68,36 @@ func newModel(m ModelSpec, display screen.Size, getenv func(string) string, log 
 		}
 		return "" // nothing from the real environment reaches a replay
 	}
-	model, err := providerModel(m, display, replay, p.Client(), log)
+	model, err := providerModel(m, display, tools, replay, p.Client(), log)
 	return model, p, err
 }
 
-// providerModel builds a provider's adapter. A nil client means the
-// adapter's default HTTP client.
-func providerModel(m ModelSpec, display screen.Size, getenv func(string) string, client *http.Client, log *slog.Logger) (harness.Model, error) {
+// providerModel builds a provider's adapter, declaring tools. A nil client
+// means the adapter's default HTTP client.
+func providerModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, getenv func(string) string, client *http.Client, log *slog.Logger) (harness.Model, error) {
 	switch m.Provider {
 	case "script":
 		return script.New(m.Turns, m.Strict == nil || *m.Strict), nil
 	case "anthropic":
 		c := anthropic.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
+		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
 		return anthropic.New(c)
 	case "openai":
 		c := openai.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
+		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
 		return openai.New(c)
 	case "gemini":
 		c := gemini.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
+		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
 		return gemini.New(c)
 	case "chat":
 		// Open models on an OpenAI-compatible endpoint (vLLM, Ollama, LM Studio).
 		c := chat.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = m.Name, cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient = m.MaxTokens, client
+		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
 		return chat.New(c)
 	}
 	return nil, fmt.Errorf("%w: unknown model provider %q (want one of %v)", ErrTask, m.Provider, Providers)

@@ -22,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,4 +291,67 @@ func mustJSON(v any) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"type":"text","text":%q}`, "anthropictest: "+err.Error()))
 	}
 	return bytes.TrimSpace(b)
+}
+
+// ToolResult is a tool_result block a request sent.
+type ToolResult struct {
+	ToolUseID string
+	IsError   bool
+	Text      string   // the text blocks, joined by newlines
+	Images    []string // the media types of the image blocks
+}
+
+// ToolResults returns the tool_result blocks of the last message of a
+// request body, in order: the answers to the previous turn's calls.
+func ToolResults(body json.RawMessage) ([]ToolResult, error) {
+	var req struct {
+		Messages []struct {
+			Role    string            `json:"role"`
+			Content []json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("anthropictest: request body: %w", err)
+	}
+	if len(req.Messages) == 0 {
+		return nil, fmt.Errorf("anthropictest: the request has no messages")
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role != "user" {
+		return nil, fmt.Errorf("anthropictest: the last message is %q, want user", last.Role)
+	}
+	var out []ToolResult
+	for i, c := range last.Content {
+		var b struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+			IsError   bool   `json:"is_error"`
+			Content   []struct {
+				Type   string `json:"type"`
+				Text   string `json:"text"`
+				Source struct {
+					MediaType string `json:"media_type"`
+				} `json:"source"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(c, &b); err != nil {
+			return nil, fmt.Errorf("anthropictest: block %d: %w", i, err)
+		}
+		if b.Type != "tool_result" {
+			continue
+		}
+		r := ToolResult{ToolUseID: b.ToolUseID, IsError: b.IsError}
+		var texts []string
+		for _, p := range b.Content {
+			switch p.Type {
+			case "text":
+				texts = append(texts, p.Text)
+			case "image":
+				r.Images = append(r.Images, p.Source.MediaType)
+			}
+		}
+		r.Text = strings.Join(texts, "\n")
+		out = append(out, r)
+	}
+	return out, nil
 }

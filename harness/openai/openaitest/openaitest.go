@@ -393,3 +393,81 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// Output is a call's answer among a request's input items.
+type Output struct {
+	Type   string // "computer_call_output" or "function_call_output"
+	CallID string
+	// Text is a function_call_output's output when it is a string, or the
+	// text parts of its content list, joined by newlines.
+	Text string
+	// Image is the image URL of a computer_call_output's screenshot or the
+	// image part of a function_call_output; empty if none.
+	Image string
+	// Acknowledged lists the ids of acknowledged_safety_checks.
+	Acknowledged []string
+}
+
+// Outputs returns the call outputs among the input items of a request
+// body, in order.
+func Outputs(body json.RawMessage) ([]Output, error) {
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("openaitest: request body: %w", err)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(req.Input, &items); err != nil {
+		return nil, fmt.Errorf("openaitest: input is not a list of items: %w", err)
+	}
+	var outs []Output
+	for i, raw := range items {
+		var it struct {
+			Type   string          `json:"type"`
+			CallID string          `json:"call_id"`
+			Output json.RawMessage `json:"output"`
+			Acks   []struct {
+				ID string `json:"id"`
+			} `json:"acknowledged_safety_checks"`
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, fmt.Errorf("openaitest: item %d: %w", i, err)
+		}
+		if it.Type != "computer_call_output" && it.Type != "function_call_output" {
+			continue
+		}
+		o := Output{Type: it.Type, CallID: it.CallID}
+		for _, a := range it.Acks {
+			o.Acknowledged = append(o.Acknowledged, a.ID)
+		}
+		var parts []struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			ImageURL string `json:"image_url"`
+		}
+		var shot struct {
+			ImageURL string `json:"image_url"`
+		}
+		switch {
+		case json.Unmarshal(it.Output, &o.Text) == nil:
+		case json.Unmarshal(it.Output, &parts) == nil:
+			var texts []string
+			for _, p := range parts {
+				switch p.Type {
+				case "input_text":
+					texts = append(texts, p.Text)
+				case "input_image":
+					o.Image = p.ImageURL
+				}
+			}
+			o.Text = strings.Join(texts, "\n")
+		case json.Unmarshal(it.Output, &shot) == nil:
+			o.Image = shot.ImageURL
+		default:
+			return nil, fmt.Errorf("openaitest: item %d: output %s", i, short(it.Output))
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
+}

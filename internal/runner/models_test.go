@@ -1,0 +1,68 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// TestNewModel builds every provider's adapter with an application-side
+// tool: each is Stateful, and the Anthropic one declares the tool to a fake.
+func TestNewModel(t *testing.T) {
+	tools := []harness.ToolSpec{{Name: "lookup_booking", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	image := screen.Size{W: 1280, H: 800}
+	env := func(k string) string {
+		if strings.HasSuffix(k, "_API_KEY") {
+			return "test-key"
+		}
+		return ""
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	for _, p := range Providers {
+		spec := ModelSpec{Provider: p, Name: map[string]string{"chat": "qwen2.5-vl"}[p]}
+		if p == "script" {
+			if _, err := NewModel(spec, image, tools, env, quiet); !errors.Is(err, ErrTask) {
+				t.Errorf("NewModel(script with tools) error = %v, want ErrTask", err)
+			}
+			m, err := NewModel(spec, image, nil, env, quiet)
+			if _, ok := m.(harness.Stateful); err != nil || !ok {
+				t.Errorf("NewModel(script) = %T, %v, want a Stateful model", m, err)
+			}
+			continue
+		}
+		m, err := NewModel(spec, image, tools, env, quiet)
+		if err != nil {
+			t.Errorf("NewModel(%s) error: %v", p, err)
+			continue
+		}
+		if _, ok := m.(harness.Stateful); !ok {
+			t.Errorf("NewModel(%s) = %T, not harness.Stateful", p, m)
+		}
+	}
+
+	srv := anthropictest.NewServer(t, anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("Done.")}})
+	m, err := NewModel(ModelSpec{Provider: "anthropic", BaseURL: srv.URL}, image, tools, env, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Next(t.Context(), harness.Input{Task: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Tools) != 2 || body.Tools[1].Name != "lookup_booking" {
+		t.Errorf("request tools = %+v, want computer and lookup_booking", body.Tools)
+	}
+}
