@@ -3,10 +3,172 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/internal/demo"
+	"github.com/spotter-harness/spotter/mcp"
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
 )
 
-// mcpCmd runs `spotter mcp`. Not built yet.
+// mcpCmd runs `spotter mcp`: an MCP server on stdio, or with --http ADDR on
+// streamable HTTP at a loopback address. Each session is a tab of one
+// headless Chromium, in a browser context of its own.
 func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return exitError{2, errors.New("mcp: not built yet")}
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8931) instead of stdio")
+	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
+	startURL := fs.String("start-url", "about:blank", "the page every new session opens")
+	useDemo := fs.Bool("demo", false, "serve the built-in demo app and start sessions on it")
+	policyFile := fs.String("policy", "", "policy YAML (default: every action, navigation only to the start URL's host)")
+	viewport := fs.String("viewport", "1280x800", "CSS size of each session's viewport")
+	imageSize := fs.String("image", "", "size of the screenshots sent back, WxH (default: the viewport's)")
+	maxSessions := fs.Int("max-sessions", 8, "most sessions open at once")
+	verbose := fs.Bool("v", false, "log to stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: spotter mcp [--http 127.0.0.1:PORT] [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitError{2, err}
+	}
+	if fs.NArg() > 0 {
+		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	vp, err := parseSize(*viewport)
+	if err != nil {
+		return exitError{2, fmt.Errorf("--viewport: %w", err)}
+	}
+	var img screen.Size
+	if *imageSize != "" {
+		if img, err = parseSize(*imageSize); err != nil {
+			return exitError{2, fmt.Errorf("--image: %w", err)}
+		}
+	}
+	if *httpAddr != "" {
+		if err := loopback(*httpAddr); err != nil {
+			return exitError{2, err}
+		}
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	start := *startURL
+	if *useDemo {
+		base, stop, err := demo.NewServer().Serve(ctx)
+		if err != nil {
+			return exitError{2, err}
+		}
+		defer stop()
+		start = base + "/"
+	}
+	policy := actions.Standard()
+	if *policyFile != "" {
+		if policy, err = actions.LoadPolicy(*policyFile); err != nil {
+			return exitError{2, err}
+		}
+	} else if u, err := url.Parse(start); err == nil && u.Host != "" {
+		policy.Hosts = []string{u.Host}
+	}
+
+	var (
+		mu sync.Mutex
+		b  *cdp.Browser
+	)
+	newDisplay := func(ctx context.Context) (mcp.Display, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b == nil {
+			var err error
+			if b, err = cdp.Launch(ctx, cdp.Config{Exec: *browser, Viewport: vp, Logger: log}); err != nil {
+				return nil, err
+			}
+		}
+		return b.NewDisplay(ctx, cdp.DisplayConfig{})
+	}
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if b != nil {
+			b.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	srv, err := mcp.New(mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
+		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log})
+	if err != nil {
+		return exitError{2, err}
+	}
+	defer srv.Close(context.WithoutCancel(ctx))
+
+	if *httpAddr == "" {
+		if err := srv.Run(ctx, &sdk.StdioTransport{}); err != nil && ctx.Err() == nil {
+			return exitError{1, err}
+		}
+		return nil
+	}
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return exitError{2, err}
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "spotter mcp: streamable HTTP on http://%s/\n", ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return exitError{1, err}
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// loopback refuses addresses that are not on a loopback interface: the
+// server drives a browser and has no authentication of its own.
+func loopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--http %s: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http %s: only a loopback address (127.0.0.1, [::1], localhost) may be used", addr)
+	}
+	return nil
+}
+
+func parseSize(s string) (screen.Size, error) {
+	w, h, ok := strings.Cut(s, "x")
+	var sz screen.Size
+	if !ok {
+		return sz, fmt.Errorf("%q: want WxH", s)
+	}
+	if _, err := fmt.Sscanf(w+" "+h, "%d %d", &sz.W, &sz.H); err != nil || sz.W < 100 || sz.H < 100 || sz.W > 3840 || sz.H > 2160 {
+		return sz, fmt.Errorf("%q: want WxH within 100x100..3840x2160", s)
+	}
+	return sz, nil
 }

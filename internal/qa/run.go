@@ -1,0 +1,465 @@
+// Package qa runs test suites: task files with checks on the end state
+// (the URL, visible text, an element, a screenshot region against a stored
+// baseline, the model's own verdict). Run executes each test on a fresh
+// display through the harness loop, prints progress, and writes for the
+// suite a JUnit file and report.html: per test the checks, a timeline of the
+// screenshots, an animated replay (GIF) and, for replays that diverged, the
+// side-by-side diff.
+//
+// With Options.Record, a passing run is saved as a recording (package
+// internal/replay); with Options.Replay, a test replays its recording
+// without a model, comparing each step's screenshot with the recorded one.
+package qa
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/demo"
+	"github.com/spotter-harness/spotter/internal/replay"
+	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
+	"github.com/spotter-harness/spotter/screen/vnc"
+)
+
+// Options are a suite run's surroundings.
+type Options struct {
+	Out     string       // output directory; required, created
+	Browser string       // Chromium executable; empty: looked up on PATH
+	Logger  *slog.Logger // nil: discard the loop's logs
+	// Getenv supplies provider keys and VNC passwords; nil means none.
+	Getenv func(string) string
+	// Progress receives a line per test and per action; nil: none.
+	Progress io.Writer
+
+	Record          bool // save each passing run as the test's recording
+	Replay          bool // replay recordings instead of running the model
+	UpdateBaselines bool // write region baselines instead of comparing
+}
+
+// Suite is how a suite run went; summary.json holds it.
+type Suite struct {
+	Tests   []TestResult  `json:"tests"`
+	Passed  int           `json:"passed"`
+	Failed  int           `json:"failed"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Report  string        `json:"report"`
+	JUnit   string        `json:"junit"`
+}
+
+// OK reports whether every test passed.
+func (s Suite) OK() bool { return s.Failed == 0 && len(s.Tests) > 0 }
+
+// TestResult is how one test went. Paths are relative to the suite's
+// output directory.
+type TestResult struct {
+	Name    string          `json:"name"`
+	File    string          `json:"file"`
+	OK      bool            `json:"ok"`
+	Failure string          `json:"failure,omitempty"` // why it failed, in words
+	Outcome harness.Outcome `json:"outcome"`
+	Checks  []CheckResult   `json:"checks,omitempty"`
+	Dir     string          `json:"dir"`              // the test's trace directory
+	Report  string          `json:"report,omitempty"` // the trace's own report
+	GIF     string          `json:"gif,omitempty"`    // the animated replay
+	Shots   []TimelineShot  `json:"shots,omitempty"`  // the screenshot timeline
+	Replay  *ReplayResult   `json:"replay,omitempty"`
+	Started time.Time       `json:"started"`
+	Elapsed time.Duration   `json:"elapsed_ns"`
+}
+
+// ReplayResult says how a replay went, or where a recording was saved.
+type ReplayResult struct {
+	Replayed    bool                `json:"replayed"`
+	Divergences []replay.Divergence `json:"divergences,omitempty"` // Diff paths relative to the suite
+	HealedAt    int                 `json:"healed_at,omitempty"`
+	Recorded    string              `json:"recorded,omitempty"` // where this run was saved as a recording
+}
+
+// Run runs the test files in order and writes report.html, junit.xml and
+// summary.json into o.Out. It returns an error only when the suite could
+// not run at all (an unreadable file, a bad output directory); failing
+// tests are in the Suite.
+func Run(ctx context.Context, files []string, o Options) (Suite, error) {
+	if o.Out == "" {
+		return Suite{}, errors.New("qa: no output directory")
+	}
+	tests := make([]Test, len(files))
+	for i, f := range files {
+		t, err := Load(f)
+		if err != nil {
+			return Suite{}, err
+		}
+		tests[i] = t
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return Suite{}, err
+	}
+	start := time.Now()
+	var s Suite
+	used := map[string]bool{}
+	// One browser serves the whole suite; each test gets a tab in a browser
+	// context of its own, so tests share no cookies or storage.
+	br := &shared{exe: o.Browser}
+	defer br.close()
+	for _, t := range tests {
+		if err := ctx.Err(); err != nil {
+			return s, context.Cause(ctx)
+		}
+		dir := dirName(t.Task.Name, used)
+		r := runTest(ctx, t, dir, o, br)
+		s.Tests = append(s.Tests, r)
+		if r.OK {
+			s.Passed++
+		} else {
+			s.Failed++
+		}
+	}
+	s.Elapsed = time.Since(start)
+	s.Report, s.JUnit = ReportFile, JUnitFile
+	if err := writeJUnit(filepath.Join(o.Out, JUnitFile), s); err != nil {
+		return s, err
+	}
+	if err := writeReport(filepath.Join(o.Out, ReportFile), s); err != nil {
+		return s, err
+	}
+	return s, writeJSON(filepath.Join(o.Out, "summary.json"), s)
+}
+
+// Files a suite run writes into its output directory.
+const (
+	ReportFile = "report.html"
+	JUnitFile  = "junit.xml"
+)
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// dirName is a directory name for a test, unique within the suite.
+func dirName(name string, used map[string]bool) string {
+	base := strings.Trim(unsafeName.ReplaceAllString(name, "-"), "-.")
+	if base == "" {
+		base = "test"
+	}
+	d := base
+	for i := 2; used[d]; i++ {
+		d = fmt.Sprintf("%s-%d", base, i)
+	}
+	used[d] = true
+	return d
+}
+
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, format+"\n", args...)
+	}
+}
+
+// runTest runs one test in o.Out/dir and reports how it went.
+func runTest(ctx context.Context, t Test, dir string, o Options, br *shared) TestResult {
+	r := TestResult{Name: t.Task.Name, File: t.Path, Dir: dir, Started: time.Now()}
+	o.progress("=== RUN   %s", r.Name)
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		r.Failure = strings.TrimSpace(r.Failure + "\n" + msg)
+	}
+	abs := filepath.Join(o.Out, dir)
+	if err := os.RemoveAll(abs); err != nil {
+		fail("clean %s: %v", abs, err)
+	} else if err := execute(ctx, t, abs, o, br, &r, fail); err != nil {
+		fail("%v", err)
+	}
+	r.OK = r.Failure == ""
+	r.Elapsed = time.Since(r.Started)
+	if r.OK {
+		o.progress("--- PASS: %s (%s)", r.Name, r.Elapsed.Round(10*time.Millisecond))
+	} else {
+		o.progress("--- FAIL: %s (%s)", r.Name, r.Elapsed.Round(10*time.Millisecond))
+		for _, l := range strings.Split(r.Failure, "\n") {
+			o.progress("    %s", l)
+		}
+	}
+	if err := writeJSON(filepath.Join(abs, "result.json"), r); err != nil && r.Failure == "" {
+		r.OK, r.Failure = false, "write result.json: "+err.Error()
+	}
+	return r
+}
+
+// execute runs t in dir: display, model, loop, checks, report. Failures of
+// the test go to fail; an error means the test could not run.
+func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *TestResult, fail func(string, ...any)) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.Task.Timeout)
+	defer cancel()
+
+	task := t.Task
+	startURL := task.StartURL
+	if path, ok := strings.CutPrefix(task.StartURL, runner.DemoScheme); ok && t.VNC == nil {
+		base, stop, err := demo.NewServer().Serve(ctx)
+		if err != nil {
+			return fmt.Errorf("start the demo app: %w", err)
+		}
+		defer stop()
+		startURL = base + "/" + strings.TrimPrefix(path, "/")
+		task.Policy.Hosts = demoHosts(task.Policy.Hosts, base)
+	}
+
+	image := imageSize(task)
+	if t.VNC != nil && task.Image.Width == 0 {
+		image = screen.Size{} // the desktop's own size
+	}
+	model, player, err := newModel(task.Model, image, o.Getenv, log)
+	if err != nil {
+		return err
+	}
+	var rp *replay.Model
+	if o.Replay {
+		rec, err := replay.Load(t.Replay)
+		if err != nil {
+			return fmt.Errorf("no recording to replay (run with --record-replay first): %w", err)
+		}
+		var heal harness.Model
+		if task.Model.Provider != "script" {
+			heal = model // a real model can take over where the screen changed
+		}
+		rp, err = replay.New(replay.Config{Recording: rec, Dir: t.Replay, Threshold: t.Threshold, Heal: heal,
+			DiffDir: filepath.Join(dir, "diffs")})
+		if err != nil {
+			return err
+		}
+		model, image = rp, rec.Image
+	}
+
+	disp, eval, closeDisp, err := openDisplay(ctx, t, o, br, log)
+	if err != nil {
+		return err
+	}
+	defer closeDisp()
+	if t.VNC == nil {
+		if err := disp.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: startURL}}); err != nil {
+			return fmt.Errorf("open %s: %w", startURL, err)
+		}
+	}
+
+	tw, err := trace.Create(dir)
+	if err != nil {
+		return err
+	}
+	out, err := harness.Run(ctx, harness.Config{
+		Model:     model,
+		Display:   disp,
+		Task:      task.Task,
+		Policy:    task.Policy,
+		Capture:   screen.CaptureOptions{Size: image, Format: task.Image.Format, Quality: task.Image.Quality},
+		MaxSteps:  task.MaxSteps,
+		Trace:     tw,
+		ModelName: strings.Trim(task.Model.Provider+"/"+task.Model.Name, "/"),
+		Logger:    log,
+		OnEvent:   func(e trace.Event) { progressEvent(o, e) },
+	})
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	r.Outcome = out
+	if !out.OK() {
+		fail("the run ended with %s: %s", out.Stop, out.Err)
+	}
+	if player != nil {
+		if err := player.Err(); err != nil {
+			fail("cassette: %v", err)
+		}
+	}
+
+	ck := &checker{test: t, disp: disp, eval: eval, final: out.Text, out: dir, update: o.UpdateBaselines}
+	for _, c := range ck.run(ctx) {
+		status := "ok  "
+		if !c.OK {
+			status = "FAIL"
+			fail("check %s: %s", c.Name, c.Detail)
+		}
+		o.progress("    check %s %s", status, c.Name)
+		c.Actual, c.Diff = rel(r.Dir, c.Actual), rel(r.Dir, c.Diff)
+		r.Checks = append(r.Checks, c)
+	}
+
+	if rp != nil {
+		r.Replay = &ReplayResult{Replayed: true, HealedAt: rp.HealedAt}
+		for _, d := range rp.Divergences {
+			if d.Diff != "" {
+				if p, err := filepath.Rel(o.Out, d.Diff); err == nil {
+					d.Diff = filepath.ToSlash(p)
+				}
+			}
+			r.Replay.Divergences = append(r.Replay.Divergences, d)
+			o.progress("    replay diverged at step %d: %s", d.Step, d.Err)
+		}
+	}
+	passed := r.Failure == ""
+	switch {
+	case passed && rp != nil && rp.HealedAt > 0:
+		// The healed path is the new recording: next to the trace always,
+		// and in place of the old one when recording.
+		to := filepath.Join(dir, "replay")
+		if o.Record {
+			to = t.Replay
+		}
+		if _, err := replay.Record(dir, to); err != nil {
+			fail("record the healed run: %v", err)
+		} else {
+			r.Replay.Recorded = to
+		}
+	case passed && o.Record && rp == nil:
+		if _, err := replay.Record(dir, t.Replay); err != nil {
+			fail("record the run: %v", err)
+		} else {
+			r.Replay = &ReplayResult{Recorded: t.Replay}
+			o.progress("    recorded %s", t.Replay)
+		}
+	}
+
+	if rep, err := trace.WriteReport(dir); err != nil {
+		fail("write the trace report: %v", err)
+	} else {
+		r.Report = rel(r.Dir, filepath.Base(rep))
+	}
+	evs, err := trace.Read(dir)
+	if err != nil {
+		fail("read the trace: %v", err)
+		return nil
+	}
+	r.Shots = timeline(evs, r.Dir)
+	if err := writeGIF(filepath.Join(dir, "replay.gif"), dir, evs); err != nil {
+		fail("write the animated replay: %v", err)
+	} else {
+		r.GIF = rel(r.Dir, "replay.gif")
+	}
+	return nil
+}
+
+// rel joins a test directory and a path inside it, with slashes; "" stays "".
+func rel(dir, p string) string {
+	if p == "" {
+		return ""
+	}
+	return dir + "/" + p
+}
+
+// openDisplay opens the test's display: a desktop over VNC, or a tab of
+// the suite's browser with an Evaluator for the DOM checks. The returned
+// function closes it.
+func openDisplay(ctx context.Context, t Test, o Options, br *shared, log *slog.Logger) (harness.Display, Evaluator, func(), error) {
+	if v := t.VNC; v != nil {
+		var pw string
+		if v.PasswordEnv != "" && o.Getenv != nil {
+			pw = o.Getenv(v.PasswordEnv)
+		}
+		d, err := vnc.Dial(ctx, cmp.Or(v.Network, "tcp"), v.Addr, vnc.Config{Password: pw})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return d, nil, func() { d.Close() }, nil
+	}
+	b, err := br.get(ctx, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	d, err := b.NewDisplay(ctx, cdp.DisplayConfig{Viewport: screen.Size{W: t.Task.Display.Width, H: t.Task.Display.Height},
+		DPR: t.Task.Display.DPR})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var eval Evaluator = &devTools{port: b.port}
+	if e, ok := any(d).(Evaluator); ok { // a display that can evaluate itself is preferred
+		eval = e
+	}
+	return d, eval, func() { d.Close(context.WithoutCancel(ctx)) }, nil
+}
+
+// shared is the suite's browser, started at the first test that needs it.
+type shared struct {
+	exe string
+	b   *browser
+}
+
+func (s *shared) get(ctx context.Context, log *slog.Logger) (*browser, error) {
+	if s.b == nil {
+		b, err := startBrowser(ctx, s.exe, cdp.Config{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		s.b = b
+	}
+	return s.b, nil
+}
+
+func (s *shared) close() {
+	if s.b != nil {
+		s.b.close()
+	}
+}
+
+// progressEvent prints a line for each action the loop performs.
+func progressEvent(o Options, e trace.Event) {
+	switch e.Type {
+	case trace.TypeAction:
+		line := fmt.Sprintf("    step %d: %s", e.Step, e.Action.Kind)
+		if e.Action.HasAt {
+			line += fmt.Sprintf(" at (%g,%g)", e.Action.At.X, e.Action.At.Y)
+		}
+		if e.Error != "" {
+			line += ": " + e.Error
+		}
+		o.progress("%s", line)
+	case trace.TypeModelTurn:
+		if e.Text != "" {
+			o.progress("    step %d: %s", e.Step, clip(strings.Join(strings.Fields(e.Text), " "), 100))
+		}
+	}
+}
+
+// demoHosts replaces the host "demo" with the demo app's address.
+func demoHosts(hosts []string, base string) []string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return hosts
+	}
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		if h == "demo" {
+			h = u.Host
+		}
+		out[i] = h
+	}
+	return out
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

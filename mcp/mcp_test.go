@@ -1,0 +1,302 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/screentest"
+)
+
+// fakeDisplay is screentest.Fake with a Close.
+type fakeDisplay struct {
+	*screentest.Fake
+	mu     sync.Mutex
+	closed bool
+}
+
+func (f *fakeDisplay) Close(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return nil
+}
+
+// fixture is a server over fake displays.
+type fixture struct {
+	srv      *Server
+	mu       sync.Mutex
+	displays []*fakeDisplay
+}
+
+func newFixture(t *testing.T, approver harness.Approver) *fixture {
+	t.Helper()
+	f := &fixture{}
+	policy := actions.Standard()
+	policy.Hosts = []string{"example.test"}
+	srv, err := New(Config{
+		NewDisplay: func(context.Context) (Display, error) {
+			d := &fakeDisplay{Fake: &screentest.Fake{Viewport: screen.Size{W: 1280, H: 800}}}
+			f.mu.Lock()
+			f.displays = append(f.displays, d)
+			f.mu.Unlock()
+			return d, nil
+		},
+		Policy:   policy,
+		Capture:  screen.CaptureOptions{Size: screen.Size{W: 1024, H: 640}},
+		Approver: approver,
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	return f
+}
+
+// connect returns a client session over the named transport.
+func (f *fixture) connect(t *testing.T, transport string) *sdk.ClientSession {
+	t.Helper()
+	ctx := t.Context()
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	var ct sdk.Transport
+	switch transport {
+	case "memory":
+		st, cst := sdk.NewInMemoryTransports()
+		ss, err := f.srv.MCP().Connect(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		ct = cst
+	case "http":
+		hs := httptest.NewServer(f.srv.Handler()) // listens on 127.0.0.1
+		t.Cleanup(hs.Close)
+		ct = &sdk.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}
+	default:
+		t.Fatalf("unknown transport %q", transport)
+	}
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatalf("Connect(%s) error = %v", transport, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a tool and splits its result into the note, the images and
+// the error text.
+func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (note, [][]byte, string) {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("CallTool(%s, %v) error = %v", name, args, err)
+	}
+	var n note
+	var images [][]byte
+	var errText string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.ImageContent:
+			if c.MIMEType != "image/png" {
+				t.Errorf("CallTool(%s) image type = %s, want image/png", name, c.MIMEType)
+			}
+			images = append(images, c.Data)
+		case *sdk.TextContent:
+			if rest, ok := strings.CutPrefix(c.Text, "error: "); ok {
+				errText = rest
+			} else if err := json.Unmarshal([]byte(c.Text), &n); err != nil {
+				t.Errorf("CallTool(%s) text %q is not a note: %v", name, c.Text, err)
+			}
+		}
+	}
+	if res.IsError != (errText != "") {
+		t.Errorf("CallTool(%s) isError = %v, error text %q: want both or neither", name, res.IsError, errText)
+	}
+	return n, images, errText
+}
+
+func TestToolsOverTransports(t *testing.T) {
+	for _, transport := range []string{"memory", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			f := newFixture(t, nil)
+			cs := f.connect(t, transport)
+
+			tools, err := cs.ListTools(t.Context(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range tools.Tools {
+				names = append(names, tool.Name)
+			}
+			for _, want := range []string{ToolComputer, ToolNavigate, ToolOpenSession, ToolCloseSession, ToolListSessions} {
+				if !slices.Contains(names, want) {
+					t.Errorf("ListTools() = %v, want %s among them", names, want)
+				}
+			}
+
+			first, images, errText := call(t, cs, ToolComputer, map[string]any{"kind": "screenshot"})
+			if errText != "" || len(images) != 1 || first.FrameID == "" || first.Image != (screen.Size{W: 1024, H: 640}) {
+				t.Fatalf("screenshot = %+v, %d images, error %q; want one 1024x640 image with a frame id", first, len(images), errText)
+			}
+			if !strings.HasPrefix(string(images[0]), "\x89PNG") {
+				t.Errorf("screenshot image is not a PNG")
+			}
+
+			// A click at (512, 320) of the 1024x640 image lands at the centre
+			// of that pixel in CSS px: (640.625, 400.625).
+			second, images, errText := call(t, cs, ToolComputer, map[string]any{
+				"kind": "click", "at": map[string]any{"x": 512, "y": 320}, "frame_id": first.FrameID})
+			if errText != "" || second.Ran != 1 || len(images) != 1 {
+				t.Fatalf("click = %+v, %d images, error %q; want it run with a screenshot", second, len(images), errText)
+			}
+			if second.FrameID == "" || second.FrameID == first.FrameID {
+				t.Errorf("click answered with frame %q, want a fresh one after %q", second.FrameID, first.FrameID)
+			}
+			f.mu.Lock()
+			d := f.displays[0]
+			f.mu.Unlock()
+			got := d.Performed()
+			if len(got) != 1 || got[0].Kind != actions.Click || got[0].At != actions.Pt(640.625, 400.625) {
+				t.Errorf("performed %+v, want one click at (640.625,400.625) CSS px", got)
+			}
+
+			// The policy refuses navigation elsewhere, and says so.
+			_, images, errText = call(t, cs, ToolNavigate, map[string]any{"url": "https://evil.test/"})
+			if !strings.Contains(errText, "not allowed") || len(images) != 1 {
+				t.Errorf("navigate to a host the policy does not allow: error %q with %d images, want a refusal with a screenshot", errText, len(images))
+			}
+			// A bad action is an error result, not a protocol error.
+			_, _, errText = call(t, cs, ToolComputer, map[string]any{"kind": "teleport"})
+			if errText == "" {
+				t.Errorf("kind teleport: no error, want one")
+			}
+			_, _, errText = call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"x": 5000, "y": 10}})
+			if !strings.Contains(errText, "outside") {
+				t.Errorf("click outside the image: error %q, want it to say outside", errText)
+			}
+		})
+	}
+}
+
+func TestBatchAndSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	cs := f.connect(t, "memory")
+	call(t, cs, ToolComputer, map[string]any{"kind": "screenshot"})
+	n, _, errText := call(t, cs, ToolComputer, map[string]any{"actions": []any{
+		map[string]any{"kind": "type", "text": "hello"},
+		map[string]any{"kind": "keypress", "keys": []string{"ctrl", "a"}},
+		map[string]any{"kind": "wait", "duration_ms": 1},
+	}})
+	if errText != "" || n.Ran != 3 {
+		t.Errorf("batch: ran %d, error %q; want 3 and none", n.Ran, errText)
+	}
+
+	opened, images, errText := call(t, cs, ToolOpenSession, nil)
+	if errText != "" || opened.Session == "" || len(images) != 1 {
+		t.Fatalf("open_session = %+v, error %q", opened, errText)
+	}
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: ToolListSessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Sessions []sessionInfo }
+	if err := json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &list); err != nil || len(list.Sessions) != 2 {
+		t.Errorf("list_sessions = %v (err %v), want the default session and the opened one", res.Content, err)
+	}
+	if _, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "screenshot", "session": opened.Session}); errText != "" {
+		t.Errorf("screenshot in session %s: %s", opened.Session, errText)
+	}
+	if _, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: ToolCloseSession, Arguments: map[string]any{"session": opened.Session}}); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	closed := f.displays[1].closed
+	f.mu.Unlock()
+	if !closed {
+		t.Errorf("close_session left the display open")
+	}
+	if _, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "screenshot", "session": opened.Session}); !strings.Contains(errText, ErrNoSession.Error()) {
+		t.Errorf("screenshot in a closed session: error %q, want %q", errText, ErrNoSession)
+	}
+}
+
+func TestApprovals(t *testing.T) {
+	var mu sync.Mutex
+	var asked []harness.ApprovalRequest
+	approver := harness.ApproverFunc(func(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
+		mu.Lock()
+		asked = append(asked, r)
+		mu.Unlock()
+		switch r.Action.Kind {
+		case actions.Click:
+			return harness.Decision{}, fmt.Errorf("%w: a human refused the click on the buy button", harness.ErrDenied)
+		case actions.Type:
+			edit := r.Action
+			edit.Text = "edited"
+			return harness.Decision{Edit: &edit, Notes: []string{"a human changed the text"}}, nil
+		}
+		return harness.Decision{}, nil
+	})
+	f := newFixture(t, approver)
+	cs := f.connect(t, "memory")
+	call(t, cs, ToolComputer, map[string]any{"kind": "screenshot"})
+
+	_, images, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"x": 10, "y": 10}})
+	if !strings.Contains(errText, "refused the click on the buy button") || len(images) != 1 {
+		t.Errorf("refused click: error %q with %d images, want the reason and a screenshot", errText, len(images))
+	}
+	n, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "type", "text": "original"})
+	if errText != "" || !slices.Contains(n.Notes, "a human changed the text") {
+		t.Errorf("edited type: %+v error %q, want the approver's note", n, errText)
+	}
+	f.mu.Lock()
+	got := f.displays[0].Performed()
+	f.mu.Unlock()
+	if len(got) != 1 || got[0].Kind != actions.Type || got[0].Text != "edited" {
+		t.Errorf("performed %+v, want only the edited type", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Like the loop, the approver sees every action, the screenshot too.
+	if len(asked) != 3 || asked[0].Action.Kind != actions.Screenshot || asked[1].Mapped == nil || asked[2].Mapped != nil {
+		t.Errorf("approver asked %+v, want the screenshot, the click (with its mapped point) and the type", asked)
+	}
+}
+
+func TestWaitingApprovalHonoursCancel(t *testing.T) {
+	block := harness.ApproverFunc(func(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
+		<-ctx.Done()
+		return harness.Decision{}, context.Cause(ctx)
+	})
+	ctx, cancel := context.WithCancelCause(t.Context())
+	ex := &Executor{Display: &screentest.Fake{}, Policy: actions.Standard(), Approver: block}
+	if _, err := ex.Screenshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel(errors.New("the client went away"))
+	r := ex.Call(ctx, "c1", "", []actions.Action{{Kind: actions.Type, Text: "x"}})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "the client went away") {
+		t.Errorf("Call() with a canceled context: %v, want the cause", r.Err)
+	}
+}
+
+func TestNewNeedsDisplay(t *testing.T) {
+	if _, err := New(Config{}); err == nil {
+		t.Error("New(Config{}) = nil error, want one")
+	}
+}

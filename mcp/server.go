@@ -1,0 +1,319 @@
+// Package mcp serves Spotter's displays to any MCP client, with the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// Tools:
+//
+//	computer       one canonical action (kind plus the fields of
+//	               actions.Action's JSON) or a batch of them ("actions");
+//	               answered with the fresh screenshot as image content and a
+//	               text note naming its frame
+//	navigate       open a URL the Policy allows
+//	open_session   a new display (its own browser context); returns its id
+//	close_session  close one
+//	list_sessions  the open sessions
+//
+// Every connection has a default session, opened at its first call and
+// closed when the connection ends; calls may name another session instead.
+// Calls go through an Executor: the same validation, Policy, mapping with
+// the frame the client saw, and Approver as the harness loop. A refused or
+// failed call is a tool result with isError set and the reason in words,
+// still with a fresh screenshot.
+//
+// Server.Run serves one connection over a transport (stdio); Server.Handler
+// serves streamable HTTP. Server.Close closes every display.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// ErrNoSession marks a call that names a session that is not open.
+var ErrNoSession = errors.New("no such session")
+
+// ErrTooMany marks an open_session beyond Config.MaxSessions.
+var ErrTooMany = errors.New("too many open sessions")
+
+// A Display is what a session drives; screen/cdp's Display is one.
+type Display interface {
+	harness.Display
+	Close(ctx context.Context) error
+}
+
+// Config configures a Server.
+type Config struct {
+	// NewDisplay opens a display for a new session; required. start is
+	// the URL to open first ("" for none); it is the operator's or the
+	// client's choice and has passed the Policy already.
+	NewDisplay func(ctx context.Context) (Display, error)
+	// StartURL is opened in every new session that names none.
+	StartURL string
+
+	Policy   actions.Policy        // the zero Policy allows screenshots only
+	Limits   actions.Limits        // zero: actions' defaults
+	Capture  screen.CaptureOptions // the screenshot sent back; zero Size: the viewport's CSS size
+	Approver harness.Approver      // nil: actions run once the Policy allows them
+
+	MaxSessions int          // default 8
+	Name        string       // the server's name in the handshake; default "spotter"
+	Version     string       // default "dev"
+	Logger      *slog.Logger // nil: slog.Default()
+}
+
+// Server is an MCP server over Spotter displays. It is safe for concurrent
+// use. The caller must call Close.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	srv *sdk.Server
+
+	mu       sync.Mutex
+	seq      int
+	sessions map[string]*session
+	defaults map[*sdk.ServerSession]string // connection -> its default session
+	closed   bool
+	wg       sync.WaitGroup // goroutines that close default sessions when a connection ends
+	stop     chan struct{}  // closed by Close: those goroutines return
+}
+
+type session struct {
+	id   string
+	exec *Executor
+	disp Display
+	url  string // the start URL
+}
+
+// New returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.NewDisplay == nil {
+		return nil, errors.New("mcp: Config needs NewDisplay")
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 8
+	}
+	if cfg.Name == "" {
+		cfg.Name = "spotter"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{},
+		defaults: map[*sdk.ServerSession]string{}, stop: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: cfg.Name, Version: cfg.Version}, &sdk.ServerOptions{
+		Instructions: "Spotter drives a real browser. Take a screenshot with the computer tool (kind screenshot), " +
+			"then act in the pixels of that image; every call answers with a fresh screenshot. " +
+			"Pass frame_id to say which screenshot your coordinates refer to.",
+		Logger: cfg.Logger,
+	})
+	s.addTools()
+	return s, nil
+}
+
+// MCP returns the SDK server, for transports this package does not wrap.
+func (s *Server) MCP() *sdk.Server { return s.srv }
+
+// Run serves one connection over t (such as &sdk.StdioTransport{}) until
+// the client disconnects or ctx is done.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	return s.srv.Run(ctx, t)
+}
+
+// Handler serves MCP's streamable HTTP transport. Requests that reach a
+// loopback listener with another Host header are refused (DNS rebinding).
+func (s *Server) Handler() http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
+}
+
+// Close closes every session's display and waits for the server's
+// goroutines. Later calls fail.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	all := make([]*session, 0, len(s.sessions))
+	for _, se := range s.sessions {
+		all = append(all, se)
+	}
+	clear(s.sessions)
+	s.mu.Unlock()
+	s.wg.Wait()
+	var errs []error
+	for _, se := range all {
+		errs = append(errs, se.disp.Close(context.WithoutCancel(ctx)))
+	}
+	return errors.Join(errs...)
+}
+
+// open starts a session with its own display.
+func (s *Server) open(ctx context.Context, start string) (*session, error) {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, errors.New("the server is closed")
+	case len(s.sessions) >= s.cfg.MaxSessions:
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w (%d); close one first", ErrTooMany, s.cfg.MaxSessions)
+	}
+	s.seq++
+	id := fmt.Sprintf("s%d", s.seq)
+	s.sessions[id] = nil // reserve the slot while the display opens
+	s.mu.Unlock()
+
+	se, err := s.newSession(ctx, id, start)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil || s.closed {
+		delete(s.sessions, id)
+		if err == nil {
+			se.disp.Close(context.WithoutCancel(ctx))
+			err = errors.New("the server is closed")
+		}
+		return nil, err
+	}
+	s.sessions[id] = se
+	s.log.InfoContext(ctx, "session opened", "session", id)
+	return se, nil
+}
+
+func (s *Server) newSession(ctx context.Context, id, start string) (*session, error) {
+	d, err := s.cfg.NewDisplay(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open a display: %w", err)
+	}
+	if start == "" {
+		start = s.cfg.StartURL
+	}
+	if start != "" {
+		if err := d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: start}}); err != nil {
+			d.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("open %s: %w", start, err)
+		}
+	}
+	return &session{id: id, disp: d, url: start, exec: &Executor{Display: d, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
+		Approver: s.cfg.Approver, Capture: s.cfg.Capture}}, nil
+}
+
+// closeSession closes the session id.
+func (s *Server) closeSession(ctx context.Context, id string) error {
+	s.mu.Lock()
+	se, ok := s.sessions[id]
+	if ok && se != nil {
+		delete(s.sessions, id)
+		for c, d := range s.defaults {
+			if d == id {
+				delete(s.defaults, c)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if !ok || se == nil {
+		return fmt.Errorf("%w %q", ErrNoSession, id)
+	}
+	s.log.InfoContext(ctx, "session closed", "session", id)
+	return se.disp.Close(context.WithoutCancel(ctx))
+}
+
+// lookup returns the session a call names, or the connection's default
+// session, opening it at first use.
+func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string) (*session, error) {
+	s.mu.Lock()
+	if id == "" {
+		id = s.defaults[conn]
+	}
+	if id != "" {
+		se, ok := s.sessions[id]
+		s.mu.Unlock()
+		if !ok || se == nil {
+			return nil, fmt.Errorf("%w %q", ErrNoSession, id)
+		}
+		return se, nil
+	}
+	s.mu.Unlock()
+	se, err := s.open(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("the server is closed")
+	}
+	if other, ok := s.sessions[s.defaults[conn]]; ok && other != nil {
+		// A concurrent first call of this connection opened one already.
+		s.mu.Unlock()
+		s.closeSession(ctx, se.id)
+		return other, nil
+	}
+	s.defaults[conn] = se.id
+	if conn != nil {
+		// The default session lives as long as the connection.
+		s.wg.Go(func() {
+			done := make(chan struct{})
+			go func() { conn.Wait(); close(done) }() //nolint:errcheck // ends with the connection, which Close ends too
+			select {
+			case <-done:
+				s.closeSession(context.Background(), se.id)
+			case <-s.stop:
+				conn.Close()
+				<-done
+			}
+		})
+	}
+	s.mu.Unlock()
+	return se, nil
+}
+
+func (s *Server) list() []sessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []sessionInfo
+	for id, se := range s.sessions {
+		if se == nil {
+			continue
+		}
+		info := sessionInfo{ID: id, StartURL: se.url}
+		for _, d := range s.defaults {
+			info.Default = info.Default || d == id
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b sessionInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+type sessionInfo struct {
+	ID       string `json:"id"`
+	StartURL string `json:"start_url,omitempty"`
+	Default  bool   `json:"default,omitempty"` // some connection's default session
+}
+
+// errorResult is a tool failure the client's model should see.
+func errorResult(err error) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "error: " + err.Error()}}}
+}
+
+func textResult(v any) *sdk.CallToolResult {
+	b, _ := json.Marshal(v)
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
+}
