@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 //	forbid_keys: ["ctrl+w", "Alt+F4"]
 //	max_batch: 16
 //	hosts: [localhost:8080, "*.example.com"]
+//	files: [/srv/session/report.pdf]
 type Policy struct {
 	// Allow lists the kinds that may run. Screenshot always may.
 	Allow []Kind `yaml:"allow,omitempty" json:"allow,omitempty"`
@@ -50,6 +52,11 @@ type Policy struct {
 	// about:blank is always allowed. Hosts govern Navigate only, not links
 	// the model clicks.
 	Hosts []string `yaml:"hosts,omitempty" json:"hosts,omitempty"`
+
+	// Files lists the paths Upload may hand to a file chooser, as the
+	// model must name them. A path matches when it is the same after
+	// cleaning ("a/../b.txt" is "b.txt"); nothing else is available.
+	Files []string `yaml:"files,omitempty" json:"files,omitempty"`
 }
 
 // Standard is a preset for a supervised browser session: every kind may
@@ -119,6 +126,11 @@ func parsePolicy(b []byte) (Policy, error) {
 			return Policy{}, fmt.Errorf("hosts: %v", err)
 		}
 	}
+	for i, f := range p.Files {
+		if f == "" || strings.ContainsRune(f, 0) {
+			return Policy{}, fmt.Errorf("files[%d] is not a usable path", i)
+		}
+	}
 	return p, nil
 }
 
@@ -142,6 +154,21 @@ func (p Policy) Check(a Action) error {
 		}
 	case a.Kind == Navigate:
 		return p.checkNavigate(a.URL)
+	case a.Kind == Upload:
+		return p.checkFiles(a.Files)
+	}
+	return nil
+}
+
+// checkFiles reports whether every one of files is in p.Files.
+func (p Policy) checkFiles(files []string) error {
+	for _, f := range files {
+		if !slices.ContainsFunc(p.Files, func(g string) bool { return g != "" && filepath.Clean(g) == filepath.Clean(f) }) {
+			if len(p.Files) == 0 {
+				return notAllowedf("upload of %q is not allowed (no files are available)", clip(f))
+			}
+			return notAllowedf("upload of %q is not allowed (available files: %s)", clip(f), strings.Join(p.Files, ", "))
+		}
 	}
 	return nil
 }

@@ -75,6 +75,7 @@ func TestZeroPolicy(t *testing.T) {
 
 func TestStandard(t *testing.T) {
 	p := Standard()
+	p.Files = []string{"report.pdf"} // Standard makes no file available
 	for _, a := range sample() {
 		if err := p.Check(a); err != nil {
 			t.Errorf("Standard().Check(%v) = %v, want nil", a.Kind, err)
@@ -271,12 +272,44 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"allow: [click]\n---\nallow: [type]\n", "policy: want one YAML document"},
 		{"allow: [click\n", "policy: yaml: line 1: did not find expected ',' or ']'"},
 		{"- click\n", "policy: yaml: unmarshal errors:\n  line 1: cannot unmarshal !!seq into actions.Policy"},
+		{"files: [a.txt, '']\n", "policy: files[1] is not a usable path"},
 	}
 	for _, tt := range tests {
 		got, err := ParsePolicy([]byte(tt.in))
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("ParsePolicy(%q) = %+v, %v; want error %q", tt.in, got, err, tt.want)
 		}
+	}
+}
+
+func TestFiles(t *testing.T) {
+	p, err := ParsePolicy([]byte("allow: [upload]\nfiles: [/srv/in/report.pdf, notes.txt]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		files []string
+		want  string // "" for allowed
+	}{
+		{[]string{"/srv/in/report.pdf"}, ""},
+		{[]string{"notes.txt", "/srv/in/../in/report.pdf"}, ""},
+		{[]string{"./notes.txt"}, ""},
+		{[]string{"/etc/passwd"}, `upload of "/etc/passwd" is not allowed (available files: /srv/in/report.pdf, notes.txt)`},
+		{[]string{"notes.txt", "report.pdf"}, `upload of "report.pdf" is not allowed (available files: /srv/in/report.pdf, notes.txt)`},
+	}
+	for _, tt := range tests {
+		err := p.Check(Action{Kind: Upload, Files: tt.files})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("Check(upload %q) = %v, want nil", tt.files, err)
+		case tt.want != "" && (err == nil || err.Error() != tt.want || !errors.Is(err, ErrNotAllowed)):
+			t.Errorf("Check(upload %q) = %v, want %q wrapping ErrNotAllowed", tt.files, err, tt.want)
+		}
+	}
+	none := Policy{Allow: []Kind{Upload}}
+	want := `upload of "a.txt" is not allowed (no files are available)`
+	if err := none.Check(Action{Kind: Upload, Files: []string{"a.txt"}}); err == nil || err.Error() != want {
+		t.Errorf("Policy without files: Check(upload a.txt) = %v, want %q", err, want)
 	}
 }
 
@@ -291,6 +324,7 @@ func TestPolicyYAMLRoundTrip(t *testing.T) {
 	p := Standard()
 	p.ForbidKeys = append(p.ForbidKeys, Chord{Control, "+"}, Chord{Shift}, Chord{"Space"})
 	p.Hosts = []string{"localhost:8080", "*.example.com", "[::1]:3000", "*"}
+	p.Files = []string{"/srv/in/report.pdf"}
 	for _, want := range []Policy{{}, p, {Allow: []Kind{Click}}} {
 		b, err := yaml.Marshal(want)
 		if err != nil {

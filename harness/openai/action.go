@@ -23,6 +23,11 @@ var openAITypes = []string{"click", "double_click", "drag", "keypress", "move", 
 // written in the same style so that scripts and fakes can use them.
 var extensionTypes = []string{"triple_click", "mouse_down", "mouse_up", "hold_key", "zoom", "navigate", "go_back", "go_forward", "cursor_position"}
 
+// Spotter's browser extensions: tabs, dialogs and file choosers. They are
+// decoded like the other extensions (scripts and fakes use them), but no
+// function schema declares them yet, so error messages do not offer them.
+var browserTypes = []string{"list_tabs", "switch_tab", "close_tab", "dialog", "upload"}
+
 // DecodeAction decodes one OpenAI computer action object, e.g.
 // {"type":"click","x":512,"y":320,"button":"left"}, into a canonical action
 // in the sent image's pixel space (screen.Image).
@@ -48,6 +53,11 @@ var extensionTypes = []string{"triple_click", "mouse_down", "mouse_up", "hold_ke
 //	zoom            x1, y1, x2, y2 (a region of the sent image, x1 < x2, y1 < y2)
 //	navigate        url
 //	go_back, go_forward, cursor_position
+//	list_tabs
+//	switch_tab      tab (0-based, as list_tabs numbers the tabs)
+//	close_tab       tab? (default 0)
+//	dialog          accept (true: OK, false: Cancel), text? (a prompt's answer)
+//	upload          files: ["name", ...] (paths the session's policy makes available)
 //
 // Unknown fields are ignored, so that new optional fields OpenAI adds do not
 // break decoding, and a JSON null counts as an absent field. Every error
@@ -67,7 +77,7 @@ func DecodeAction(raw json.RawMessage) (actions.Action, error) {
 	if !ok {
 		return actions.Action{}, fmt.Errorf("%w: action: missing \"type\" (want one of %s)", actions.ErrInvalid, validTypes())
 	}
-	if !slices.Contains(openAITypes, typ) && !slices.Contains(extensionTypes, typ) {
+	if !slices.Contains(openAITypes, typ) && !slices.Contains(extensionTypes, typ) && !slices.Contains(browserTypes, typ) {
 		return actions.Action{}, fmt.Errorf("%w: unknown action type %s (want one of %s)", actions.ErrInvalid, typeName(typ), validTypes())
 	}
 	return decodeTyped(typ, obj)
@@ -197,6 +207,35 @@ func decode(f *fields) (actions.Action, error) {
 		a.Kind = actions.GoForward
 	case "cursor_position":
 		a.Kind = actions.CursorPosition
+	case "list_tabs":
+		a.Kind = actions.ListTabs
+	case "switch_tab", "close_tab":
+		a.Kind = actions.SwitchTab
+		if f.typ == "close_tab" {
+			a.Kind = actions.CloseTab
+		}
+		var ok bool
+		a.Tab, ok, err = f.index("tab")
+		if err == nil && !ok && a.Kind == actions.SwitchTab {
+			err = fmt.Errorf(`missing "tab"`)
+		}
+	case "dialog":
+		a.Kind = actions.Dialog
+		v, ok := f.get("accept")
+		if !ok {
+			return a, fmt.Errorf(`missing "accept"`)
+		}
+		if err := json.Unmarshal(v, &a.Accept); err != nil {
+			return a, fmt.Errorf(`"accept" must be a boolean, got %s`, jsonType(v))
+		}
+		a.Text, _, err = f.str("text")
+	case "upload":
+		a.Kind = actions.Upload
+		var ok bool
+		a.Files, ok, err = f.strs("files")
+		if err == nil && (!ok || len(a.Files) == 0) {
+			err = fmt.Errorf(`missing "files"`)
+		}
 	default: // unreachable: DecodeAction checked the type
 		return a, fmt.Errorf("unknown action type")
 	}
@@ -336,6 +375,18 @@ func (f *fields) strs(name string) ([]string, bool, error) {
 		}
 	}
 	return out, true, nil
+}
+
+// index reads a whole, non-negative number such as a tab's index.
+func (f *fields) index(name string) (int, bool, error) {
+	n, ok, err := f.num(name)
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	if n < 0 || n > 1e6 || n != math.Trunc(n) {
+		return 0, true, fmt.Errorf("%q must be a whole number from 0, got %g", name, n)
+	}
+	return int(n), true, nil
 }
 
 // millis reads a duration in milliseconds; it must be positive.

@@ -88,6 +88,17 @@ func TestDecodeAction(t *testing.T) {
 		{"go_back", `{"type":"go_back"}`, actions.Action{Kind: actions.GoBack}},
 		{"go_forward", `{"type":"go_forward"}`, actions.Action{Kind: actions.GoForward}},
 		{"cursor_position", `{"type":"cursor_position"}`, actions.Action{Kind: actions.CursorPosition}},
+
+		// Browser extensions.
+		{"list_tabs", `{"type":"list_tabs"}`, actions.Action{Kind: actions.ListTabs}},
+		{"switch_tab", `{"type":"switch_tab","tab":2}`, actions.Action{Kind: actions.SwitchTab, Tab: 2}},
+		{"close_tab default", `{"type":"close_tab"}`, actions.Action{Kind: actions.CloseTab}},
+		{"close_tab", `{"type":"close_tab","tab":1}`, actions.Action{Kind: actions.CloseTab, Tab: 1}},
+		{"dialog accept", `{"type":"dialog","accept":true,"text":"Ada"}`,
+			actions.Action{Kind: actions.Dialog, Accept: true, Text: "Ada"}},
+		{"dialog dismiss", `{"type":"dialog","accept":false}`, actions.Action{Kind: actions.Dialog}},
+		{"upload", `{"type":"upload","files":["report.pdf","b.txt"]}`,
+			actions.Action{Kind: actions.Upload, Files: []string{"report.pdf", "b.txt"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,6 +133,15 @@ func TestDecodeActionErrors(t *testing.T) {
 		{`{"type":"click","x":"1","y":2}`, `click: "x" must be a number, got a string`},
 		{`{"type":"click","x":1,"y":[2]}`, `click: "y" must be a number, got an array`},
 		{`{"type":"click","x":1e999,"y":2}`, `click: "x" is out of range`},
+		{`{"type":"switch_tab"}`, `switch_tab: missing "tab"`},
+		{`{"type":"switch_tab","tab":-1}`, `switch_tab: "tab" must be a whole number from 0, got -1`},
+		{`{"type":"close_tab","tab":1.5}`, `close_tab: "tab" must be a whole number from 0, got 1.5`},
+		{`{"type":"dialog"}`, `dialog: missing "accept"`},
+		{`{"type":"dialog","accept":"yes"}`, `dialog: "accept" must be a boolean, got a string`},
+		{`{"type":"dialog","accept":true,"text":3}`, `dialog: "text" must be a string, got a number`},
+		{`{"type":"upload"}`, `upload: missing "files"`},
+		{`{"type":"upload","files":[]}`, `upload: missing "files"`},
+		{`{"type":"upload","files":"a.txt"}`, `upload: "files" must be an array of strings, got a string`},
 		{`{"type":"click","x":1,"y":2,"button":"middle-ish"}`, `click: "button": unknown button "middle-ish" (want left, right, wheel, back or forward)`},
 		{`{"type":"click","x":1,"y":2,"button":1}`, `click: "button" must be a string, got a number`},
 		{`{"type":"click","x":1,"y":2,"keys":"SHIFT"}`, `click: "keys" must be an array of strings, got a string`},

@@ -145,7 +145,33 @@ type Config struct {
 	// wrapping ErrUnresponsive. 0 means DefaultCommandTimeout. Navigate
 	// waits at least 30s for the server's response.
 	CommandTimeout time.Duration
+
+	// DismissDialogs makes displays dismiss JavaScript dialogs (alert,
+	// confirm, prompt, beforeunload) as soon as they see them, with a note
+	// for the model. By default a dialog stays open until the model answers
+	// it with the Dialog action.
+	DismissDialogs bool
+	// DownloadDir is where displays save downloads: each display in a new
+	// directory of its own below it. Empty means downloads are refused,
+	// unless a display's DisplayConfig.DownloadDir is set.
+	DownloadDir string
+	// MaxDownloads is how many downloads a display saves; later ones are
+	// canceled. 0 means DefaultMaxDownloads.
+	MaxDownloads int
+	// MaxDownloadBytes bounds the size of one download; a larger one is
+	// canceled and its partial file removed. 0 means DefaultMaxDownloadBytes.
+	MaxDownloadBytes int64
+	// UploadDir is the directory that relative paths of the Upload action
+	// are resolved against; empty means the working directory. Which paths
+	// the model may name is the Policy's business (actions.Policy.Files).
+	UploadDir string
 }
+
+// Defaults of the download limits.
+const (
+	DefaultMaxDownloads     = 10
+	DefaultMaxDownloadBytes = 100 << 20
+)
 
 func (c Config) withDefaults() Config {
 	if c.Viewport == (screen.Size{}) {
@@ -156,6 +182,8 @@ func (c Config) withDefaults() Config {
 	c.SettleTimeout = cmp.Or(c.SettleTimeout, DefaultSettleTimeout)
 	c.QuietWindow = cmp.Or(c.QuietWindow, DefaultQuietWindow)
 	c.CommandTimeout = cmp.Or(c.CommandTimeout, DefaultCommandTimeout)
+	c.MaxDownloads = cmp.Or(c.MaxDownloads, DefaultMaxDownloads)
+	c.MaxDownloadBytes = cmp.Or(c.MaxDownloadBytes, DefaultMaxDownloadBytes)
 	return c
 }
 
@@ -168,6 +196,14 @@ type DisplayConfig struct {
 	QuietWindow    time.Duration
 	CommandTimeout time.Duration
 	Logger         *slog.Logger
+
+	DismissDialogs   bool   // or Config.DismissDialogs
+	DownloadDir      string // the display's own download directory; empty: a new one below Config.DownloadDir
+	MaxDownloads     int
+	MaxDownloadBytes int64
+	UploadDir        string
+
+	downloadRoot string // Config.DownloadDir
 }
 
 func (c DisplayConfig) withDefaults(b Config) DisplayConfig {
@@ -179,6 +215,11 @@ func (c DisplayConfig) withDefaults(b Config) DisplayConfig {
 	c.QuietWindow = cmp.Or(c.QuietWindow, b.QuietWindow)
 	c.CommandTimeout = cmp.Or(c.CommandTimeout, b.CommandTimeout)
 	c.Logger = cmp.Or(c.Logger, b.Logger)
+	c.DismissDialogs = c.DismissDialogs || b.DismissDialogs
+	c.MaxDownloads = cmp.Or(c.MaxDownloads, b.MaxDownloads)
+	c.MaxDownloadBytes = cmp.Or(c.MaxDownloadBytes, b.MaxDownloadBytes)
+	c.UploadDir = cmp.Or(c.UploadDir, b.UploadDir)
+	c.downloadRoot = b.DownloadDir
 	return c
 }
 
@@ -190,6 +231,8 @@ func (c DisplayConfig) validate() error {
 		return fmt.Errorf("device pixel ratio %g: want more than 0 and at most 8", c.DPR)
 	case c.SettleTimeout < 0 || c.QuietWindow < 0 || c.CommandTimeout < 0:
 		return errors.New("negative timeout")
+	case c.MaxDownloads < 0 || c.MaxDownloadBytes < 0:
+		return errors.New("negative download limit")
 	}
 	return nil
 }

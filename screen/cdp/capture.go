@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
 	"image/jpeg"
 	"image/png"
 	"math"
@@ -28,7 +29,32 @@ import (
 func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.check(); err != nil {
+	shot, err := d.capture(ctx, o)
+	if errors.Is(err, screen.ErrGone) && d.tabClosed() {
+		// The active tab closed while it was captured (a page's
+		// window.close()): show the tab that takes its place.
+		shot, err = d.capture(ctx, o)
+	}
+	return shot, err
+}
+
+// tabClosed reports whether the active tab closed while the browser and
+// the display live on.
+func (d *Display) tabClosed() bool {
+	return d.cur != nil && d.cur.detached() && !d.browserLost() && !d.isClosed()
+}
+
+func (d *Display) isClosed() bool {
+	select {
+	case <-d.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *Display) capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
+	if err := d.ready(ctx); err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
 	req, err := d.captureRequest(o)
@@ -39,25 +65,52 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 	if timeout == 0 {
 		timeout = d.cfg.SettleTimeout
 	}
+	if _, open, _ := d.state.currentDialog(); open {
+		return d.blockedShot(req)
+	}
 	settled, err := d.r.settle(ctx, req, timeout)
+	if errors.Is(err, errBlocked) {
+		if err := d.autoDismiss(ctx); err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		if _, open, _ := d.state.currentDialog(); open {
+			return d.blockedShot(req)
+		}
+		settled, err = d.r.settle(ctx, req, timeout)
+	}
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
+	// A tab that opened while the page settled is the one to show.
+	if n := len(d.all); d.syncTabs(ctx) == nil && len(d.all) != n {
+		if err := d.check(); err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		if settled, err = d.r.settle(ctx, req, timeout); err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+	}
 
 	metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
+	if errors.Is(err, errBlocked) {
+		return d.blockedShot(req)
+	}
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
 	var scroll actions.Point
-	zoom := 1.0
+	pinch := 1.0
 	if v := metrics.CSSVisualViewport; v != nil {
 		scroll = actions.Pt(v.PageX, v.PageY)
 		if v.Zoom > 0 {
-			zoom = v.Zoom
+			pinch = v.Zoom
 		}
 	}
 	taken := time.Now()
 	data, err := d.r.grab(ctx, req, scroll)
+	if errors.Is(err, errBlocked) {
+		return d.blockedShot(req)
+	}
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
@@ -70,15 +123,25 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 		return screen.Shot{}, fmt.Errorf("capture: asked the browser for a %dx%d %s, got a %dx%d %s",
 			req.want.W, req.want.H, req.format, sent.W, sent.H, format)
 	}
+	d.log.DebugContext(ctx, "capture", logKeyFrame, d.seq+1, logKeySettle, settled.Waited, logKeyTimedOut, settled.TimedOut)
+	shot := d.shot(req, data, sent, format, scroll, pinch*d.zoom(), settled, taken)
+	d.last.req, d.last.data, d.last.frame = req, data, shot.Frame
+	return shot, nil
+}
 
+// shot numbers a capture and gathers the notes for the model.
+func (d *Display) shot(req captureReq, data []byte, sent screen.Size, format screen.Format, scroll actions.Point, zoom float64,
+	settled screen.Settle, taken time.Time) screen.Shot {
 	d.seq++
 	url := d.state.currentURL()
-	events := d.state.takeEvents()
+	events := append(d.notes.take(), d.state.takeEvents()...)
 	if d.seq > 1 && url != d.lastURL {
 		events = append(events, "the page is now at "+url)
 	}
+	if dl, open, _ := d.state.currentDialog(); open {
+		events = append(events, dialogNote(dl))
+	}
 	d.lastURL = url
-	d.log.DebugContext(ctx, "capture", logKeyFrame, d.seq, logKeySettle, settled.Waited, logKeyTimedOut, settled.TimedOut)
 	dpr := d.cfg.DPR
 	return screen.Shot{
 		Frame: screen.Frame{
@@ -97,7 +160,60 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 		},
 		Data:   data,
 		Events: events,
-	}, nil
+	}
+}
+
+// blockedShot is the capture while a JavaScript dialog blocks the page,
+// when the browser draws nothing new: the previous image of the same
+// request again, or a blank one, with the dialog in the notes.
+func (d *Display) blockedShot(req captureReq) (screen.Shot, error) {
+	data, scroll, zoom := d.last.data, d.last.frame.Scroll, d.last.frame.Zoom
+	if data == nil || d.last.req != req {
+		var err error
+		if data, err = blankImage(req); err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		scroll, zoom = actions.Point{}, d.zoom()
+	}
+	_, sent, err := imageSize(data)
+	if err != nil {
+		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	}
+	shot := d.shot(req, data, sent, req.format, scroll, zoom,
+		screen.Settle{Reason: "a JavaScript dialog blocks the page; the screenshot shows the page as it was drawn last"}, time.Now())
+	return shot, nil
+}
+
+// blankImage encodes a white image of the size req wants.
+func blankImage(req captureReq) ([]byte, error) {
+	img := image.NewGray(image.Rect(0, 0, req.want.W, req.want.H))
+	for i := range img.Pix {
+		img.Pix[i] = 0xff
+	}
+	var b bytes.Buffer
+	var err error
+	if req.format == screen.JPEG {
+		err = jpeg.Encode(&b, img, &jpeg.Options{Quality: req.quality})
+	} else {
+		err = png.Encode(&b, img)
+	}
+	return b.Bytes(), err
+}
+
+// ready runs before every Capture and Perform, under mu: it fails if the
+// display is gone, follows tabs that opened or closed, and dismisses a
+// dialog if the display is configured to.
+func (d *Display) ready(ctx context.Context) error {
+	if err := d.check(); err != nil && !d.tabClosed() {
+		return err
+	}
+	if err := d.syncTabs(ctx); err != nil {
+		return err
+	}
+	if err := d.check(); err != nil {
+		return err
+	}
+	return d.autoDismiss(ctx)
 }
 
 // captureReq is a validated capture request.

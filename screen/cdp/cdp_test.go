@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -135,6 +136,14 @@ func testURL(t testing.TB, path string) string {
 			}
 			w.Header().Set("Cache-Control", "no-store")
 			fmt.Fprint(w, "ok")
+		})
+		// /download?name=x.txt&n=100 answers n bytes as an attachment.
+		mux.HandleFunc("/download", func(w http.ResponseWriter, r *http.Request) {
+			n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", r.URL.Query().Get("name")))
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+			w.Write(bytes.Repeat([]byte("x"), n))
 		})
 		server = httptest.NewServer(mux)
 	})

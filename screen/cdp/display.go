@@ -1,15 +1,19 @@
 package cdp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -25,6 +29,9 @@ type Display struct {
 	log   *slog.Logger
 	owned *Browser // closed with the display (Open)
 
+	// ctx, t, state and r are those of the active tab (see tab); they
+	// change only under mu and tabMu.
+	//
 	// ctx is chromedp's handle on the tab, not a request context: chromedp
 	// binds the tab's lifetime and event loop to it.
 	ctx     context.Context
@@ -35,6 +42,19 @@ type Display struct {
 	// browserContext is the tab's browser context when the display made it
 	// itself (FrameControl); Close disposes of it.
 	browserContext cdp.BrowserContextID
+
+	bctx   context.Context      // chromedp's handle on the browser; nil in unit tests
+	bcID   cdp.BrowserContextID // the display's browser context, whoever made it
+	frames bool                 // FrameControl mode
+
+	tabMu sync.RWMutex // guards the swap of the active tab's fields above, for readers without mu
+	tabs  []*tab       // open tabs, in the order ListTabs numbers them
+	cur   *tab         // the active tab
+	first *tab         // the tab NewDisplay opened; its ctx is canceled last
+	all   []*tab       // every tab ever attached, closed or not: Close cancels their contexts
+	notes notes        // display-level notes for the model: tabs, downloads
+
+	dl downloads // the display's downloads
 
 	// bg scopes the display's own goroutine (screencast acks); Close
 	// cancels it and waits for wg.
@@ -52,6 +72,13 @@ type Display struct {
 	fenced  int64      // inputs whose effects a settle has waited for
 	pointer actions.Point
 	buttons int64 // CDP bitmask of the mouse buttons held down
+	// last is the previous full capture, shown again while a JavaScript
+	// dialog blocks the page (the browser draws nothing new then).
+	last struct {
+		req   captureReq
+		data  []byte
+		frame screen.Frame
+	}
 }
 
 // NewDisplay opens a new tab in a new browser context, so that it shares no
@@ -112,13 +139,14 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		return nil, fmt.Errorf("new display: open tab: %w", err)
 	}
 	c := chromedp.FromContext(tctx)
-	d.t, d.browser = c.Target, c.Browser
-	if frames {
-		d.r = &frameControl{d: d}
-	} else {
-		d.r = &screencast{d: d}
+	d.browser, d.bctx, d.frames = c.Browser, b.ctx, frames
+	d.bcID = cmp.Or(d.browserContext, c.BrowserContextID)
+	first := &tab{id: c.Target.TargetID, ctx: tctx, cancel: tcancel, t: c.Target, state: d.state}
+	d.first, d.all = first, []*tab{first}
+	if err := d.openTab(ctx, first); err != nil {
+		return nil, errors.Join(fmt.Errorf("new display: %w", err), d.Close(ctx))
 	}
-	if err := d.setup(ctx); err != nil {
+	if err := d.setupDownloads(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("new display: %w", err), d.Close(ctx))
 	}
 	return d, nil
@@ -167,15 +195,25 @@ func (d *Display) disposeContext(ctx context.Context) {
 	d.browserContext = ""
 }
 
-// setup makes the page behave like a focused window and lets the renderer
-// emulate the viewport and device pixel ratio.
+// setup makes the active tab's page behave like a focused window, lets the
+// renderer emulate the viewport and device pixel ratio, and readies what
+// the display handles itself: file choosers, drags and select menus.
 func (d *Display) setup(ctx context.Context) error {
 	// Headless windows are not focused; without this, focus and blur
 	// events, :focus styles and the caret behave unlike a real browser.
 	if _, err := call(ctx, d, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
 		return err
 	}
-	return d.r.setup(ctx)
+	if err := d.r.setup(ctx); err != nil {
+		return err
+	}
+	if _, err := call(ctx, d, page.SetInterceptFileChooserDialog, page.SetInterceptFileChooserDialogParams{Enabled: true}); err != nil {
+		return err
+	}
+	if _, err := call(ctx, d, input.SetInterceptDrags, input.SetInterceptDragsParams{Enabled: true}); err != nil {
+		return err
+	}
+	return d.installSelectMenus(ctx)
 }
 
 // Close closes the tab and disposes of its browser context; a display from
@@ -189,13 +227,33 @@ func (d *Display) Close(ctx context.Context) error {
 		close(d.closed)
 		d.bgCancel()
 		d.wg.Wait()
-		err := chromedp.Cancel(d.ctx)
-		if err != nil && alive && !d.browserLost() {
+		var err error
+		for _, tb := range slices.Backward(d.all) {
+			if tb != d.first && tb.cancel != nil {
+				tb.cancel() // closes a tab the display attached to; errors leave nothing to do
+			}
+		}
+		switch {
+		case d.first == nil:
+			if d.ctx != nil {
+				err = chromedp.Cancel(d.ctx)
+			}
+		case d.firstClosed():
+			// chromedp would wait for a tab that is gone already.
+			d.first.cancel()
+			if d.browserContext == "" && d.bcID != "" {
+				d.browserContext = d.bcID // chromedp made it; dispose of it below
+			}
+		default:
+			err = chromedp.Cancel(d.first.ctx)
+		}
+		if err != nil && alive && !d.browserLost() && !d.firstClosed() {
 			d.closeErr = fmt.Errorf("close display: %w", err)
 		}
-		if !d.browserLost() {
-			d.disposeContext(d.ctx)
+		if !d.browserLost() && d.bctx != nil {
+			d.disposeContext(d.bctx)
 		}
+
 		if d.owned != nil {
 			d.closeErr = errors.Join(d.closeErr, d.owned.Close(ctx))
 		}
@@ -239,17 +297,18 @@ func (d *Display) goneCause() string {
 }
 
 // check returns an error wrapping screen.ErrGone if the display cannot
-// work, or ErrUnresponsive if a JavaScript dialog blocks the page (this
-// display does not handle dialogs yet).
+// work. A JavaScript dialog that blocks the page is not an error here:
+// Capture shows it and Perform answers it (see dialog.go).
 func (d *Display) check() error {
 	if c := d.goneCause(); c != "" {
 		return fmt.Errorf("%s: %w", c, screen.ErrGone)
 	}
-	if dlg := d.state.openDialog(); dlg != "" {
-		return fmt.Errorf("the page is blocked by %s: %w", dlg, ErrUnresponsive)
-	}
 	return nil
 }
+
+// errBlocked marks a command whose wait ended because a JavaScript dialog
+// opened (or was open): the page answers nothing until it closes.
+var errBlocked = fmt.Errorf("%w while a JavaScript dialog is open", ErrUnresponsive)
 
 // call runs one protocol command on the tab, bounded by CommandTimeout, and
 // translates its errors: a dead browser or tab wraps screen.ErrGone, a page
@@ -283,7 +342,7 @@ func (d *Display) translate(ctx context.Context, method string, timeout time.Dur
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if dlg := d.state.openDialog(); dlg != "" {
-			return fmt.Errorf("%s: the page is blocked by %s: %w", method, dlg, ErrUnresponsive)
+			return fmt.Errorf("%s: the page is blocked by %s: %w", method, dlg, errBlocked)
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -57,21 +57,48 @@
 // mouse moves and wheel turns, which Chromium delivers with a frame, run
 // frames until they are answered.
 //
-// A browser that dies, or a tab that crashes or closes, makes Capture and
+// A browser that dies, or a tab that crashes, makes Capture and
 // Perform fail with an error that wraps screen.ErrGone. A page that stops
 // answering (a script in an endless loop) makes them fail with
 // [ErrUnresponsive] once Config.CommandTimeout has passed.
 //
-// A JavaScript dialog (alert, confirm, prompt) blocks its page; this display
-// does not handle dialogs yet, so Capture and Perform fail with
-// ErrUnresponsive naming the dialog as soon as one opens, and while it is
-// open.
+// Real-world pages. A display has tabs: the one it opened, and every tab
+// or window its pages open (a link with target=_blank, window.open),
+// which it follows: the next Capture shows the new page, and its notes
+// (screen.Shot.Events) say that a tab opened and list the tabs. The
+// ListTabs, SwitchTab and CloseTab actions manage them, each answered
+// with the list; a tab that its page closes gives way to the one before
+// it, and when the last tab closes the display opens about:blank, so a
+// session always has a page.
+//
+// A JavaScript dialog (alert, confirm, prompt, beforeunload) never hangs
+// the display. An action that opens one succeeds; while it is open,
+// Capture returns at once with the page as it was last drawn and a note
+// that describes the dialog, Perform refuses every action but Dialog
+// (which answers it: accept or dismiss, with the text of a prompt) and the
+// tab actions, and Display.Dialog reports it. Config.DismissDialogs makes
+// the display dismiss dialogs itself, with a note.
+//
+// An open native <select> is drawn in the page (headless Chromium draws
+// its popup nowhere), so a model sees the options and clicks one; see
+// selectmenu.go. File choosers are intercepted: a note says one is open,
+// and the Upload action hands it files (relative paths are resolved
+// against UploadDir; which paths a model may name is the Policy's
+// business; paths that do not exist are errors). Downloads go to the
+// display's own directory within the limits of Config (see download.go),
+// each with a note. Page zoom (Ctrl+plus, Ctrl+minus, Ctrl+0) is emulated
+// as Chromium zooms (see zoom.go); coordinates stay in the unzoomed
+// viewport's px and Frame.Zoom records the factor. HTML5 drags are
+// intercepted and carried with drag events, so dragstart and drop work
+// through the Drag action. Input reaches cross-origin (out-of-process)
+// iframes as it does a person's: the browser routes it.
 //
 // What must be closed: a Browser with Browser.Close, which also ends its
 // displays; a Display with Display.Close (a Display from Open also closes its
 // browser). A Browser runs chromedp's goroutines and the Chromium process
-// until its Close returns; each Display in Screencast mode runs one
-// goroutine of its own, which has ended when its Close returns; Perform and
+// until its Close returns; each Display runs a goroutine that watches its
+// downloads and, in Screencast mode, one per tab that acknowledges
+// screencast frames, which have ended when its Close returns; Perform and
 // Capture in FrameControl mode run one while they wait for a command that
 // needs frames, and it has ended when they return. Close methods run to the end even when
 // their context is canceled, bounded by their own timeouts of a few seconds.

@@ -43,7 +43,8 @@ type frameControl struct {
 // scaled to the window.
 type output struct {
 	size  screen.Size // the window, px: the size of beginFrame's screenshots
-	scale float64     // window px per CSS px
+	scale float64     // window px per viewport px (CSS px at page zoom 1)
+	zoom  float64     // the page zoom drawn
 }
 
 const (
@@ -72,8 +73,18 @@ func (f *frameControl) setup(ctx context.Context) error {
 		return err
 	}
 	f.window = w.WindowID
-	f.out = output{size: d.cfg.Viewport}
-	return f.apply(ctx, output{size: d.cfg.Viewport, scale: 1})
+	f.out = output{} // unknown: a window the page opened has a size of its own
+	if b := w.Bounds; b != nil {
+		f.out.size = screen.Size{W: int(b.Width), H: int(b.Height)}
+	}
+	return f.apply(ctx, output{size: d.cfg.Viewport, scale: 1, zoom: d.zoom()})
+}
+
+// zoomed draws the page at the tab's new page zoom.
+func (f *frameControl) zoomed(ctx context.Context) error {
+	o := f.out
+	o.zoom = f.d.zoom()
+	return f.apply(ctx, o)
 }
 
 // browserCall is call on the browser's own session.
@@ -94,7 +105,7 @@ func (f *frameControl) outputFor(r captureReq) (output, bool) {
 	if r.clip != (actions.Rect{Max: actions.Pt(float64(vp.W), float64(vp.H))}) {
 		return output{}, false
 	}
-	return output{size: r.want, scale: r.scale * f.d.cfg.DPR}, true
+	return output{size: r.want, scale: r.scale * f.d.cfg.DPR, zoom: f.d.zoom()}, true
 }
 
 // apply makes the window show o.
@@ -113,15 +124,7 @@ func (f *frameControl) apply(ctx context.Context, o output) error {
 		f.out.size = o.size
 	}
 	vp := d.cfg.Viewport
-	p := emulation.SetDeviceMetricsOverrideParams{
-		Width:              int64(vp.W),
-		Height:             int64(vp.H),
-		DeviceScaleFactor:  d.cfg.DPR,
-		ScreenWidth:        int64(vp.W),
-		ScreenHeight:       int64(vp.H),
-		Scale:              o.scale,
-		DontSetVisibleSize: new(true),
-	}
+	p := metricsFor(vp.W, vp.H, d.cfg.DPR, o.zoom, o.scale)
 	if _, err := call(ctx, d, emulation.SetDeviceMetricsOverride, p); err != nil {
 		return err
 	}
@@ -222,7 +225,7 @@ func (f *frameControl) grab(ctx context.Context, r captureReq, scroll actions.Po
 	if !ok {
 		var data []byte
 		err := f.pump(ctx, func(ctx context.Context) error {
-			res, err := call(ctx, d, page.CaptureScreenshot, clipParams(r, scroll))
+			res, err := call(ctx, d, page.CaptureScreenshot, clipParams(r, scroll, d.zoom()))
 			data = res.Data
 			return err
 		})
@@ -307,7 +310,7 @@ func (f *frameControl) pump(ctx context.Context, fn func(context.Context) error)
 // events say.
 func (f *frameControl) pointer(ctx context.Context, wheel bool) (float64, error) {
 	if wheel && f.out.scale != 1 {
-		if err := f.apply(ctx, output{size: f.d.cfg.Viewport, scale: 1}); err != nil {
+		if err := f.apply(ctx, output{size: f.d.cfg.Viewport, scale: 1, zoom: f.out.zoom}); err != nil {
 			return 0, err
 		}
 		// Input is routed with the window's geometry as of the last

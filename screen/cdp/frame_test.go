@@ -98,7 +98,7 @@ func (f *frameTab) count() (frames, shots int) {
 // shows the whole viewport at scale.
 func frameDisplay(tab *frameTab, scale float64) (*Display, *frameControl) {
 	d := unitDisplay(tab, DisplayConfig{})
-	f := &frameControl{d: d, out: output{size: tab.size, scale: scale}}
+	f := &frameControl{d: d, out: output{size: tab.size, scale: scale, zoom: 1}}
 	d.r = f
 	return d, f
 }

@@ -21,20 +21,48 @@ import (
 // not when the page has settled (Capture waits for that). Screenshot, Wait,
 // Zoom and CursorPosition are the harness's own business and give an error
 // wrapping screen.ErrUnsupported.
+//
+// While a JavaScript dialog blocks the page, only Dialog (which answers
+// it) and the tab actions run; an action that opens a dialog succeeds, as
+// its input was delivered, and the next capture tells the model about the
+// dialog.
 func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.check(); err != nil {
+	if err := d.ready(ctx); err != nil {
 		return fmt.Errorf("%s: %w", m.Kind, err)
 	}
+	dl, open, seen := d.state.currentDialog()
+	if open && !worksBlocked(m.Kind) {
+		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", m.Kind, describeDialog(dl))
+	}
+	st := d.state
 	err := d.perform(ctx, m.Action)
-	if !errors.Is(err, screen.ErrUnsupported) {
-		d.state.markInput() // even a failed action may have delivered some input
+	if !errors.Is(err, screen.ErrUnsupported) && !worksBlocked(m.Kind) {
+		st.markInput() // even a failed action may have delivered some input
+	}
+	if errors.Is(err, errBlocked) {
+		if _, _, now := st.currentDialog(); now != seen {
+			// The action opened a dialog, which stopped the wait for the
+			// browser's answer: the input was delivered.
+			d.buttons = 0
+			err = d.autoDismiss(ctx)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.Kind, err)
 	}
 	return nil
+}
+
+// worksBlocked reports whether an action of kind k runs while a dialog
+// blocks the page.
+func worksBlocked(k actions.Kind) bool {
+	switch k {
+	case actions.Dialog, actions.ListTabs, actions.SwitchTab, actions.CloseTab:
+		return true
+	}
+	return false
 }
 
 func (d *Display) perform(ctx context.Context, a actions.Action) error {
@@ -47,6 +75,9 @@ func (d *Display) perform(ctx context.Context, a actions.Action) error {
 			return d.typeText(ctx, a.Text, mods)
 		})
 	case actions.Keypress:
+		if z, ok := zoomKey(a.Keys, d.zoom()); ok {
+			return d.setZoom(ctx, z)
+		}
 		return d.chord(ctx, a.Keys, 0)
 	case actions.HoldKey:
 		return d.chord(ctx, a.Keys, a.Duration)
@@ -56,6 +87,17 @@ func (d *Display) perform(ctx context.Context, a actions.Action) error {
 		return d.history(ctx, -1)
 	case actions.GoForward:
 		return d.history(ctx, +1)
+	case actions.ListTabs:
+		d.noteTabs(ctx)
+		return nil
+	case actions.SwitchTab:
+		return d.switchTab(ctx, a.Tab)
+	case actions.CloseTab:
+		return d.closeTab(ctx, a.Tab)
+	case actions.Dialog:
+		return d.answerDialog(ctx, a)
+	case actions.Upload:
+		return d.upload(ctx, a.Files)
 	}
 	return screen.ErrUnsupported
 }
@@ -310,6 +352,8 @@ func dragPoints(path []actions.Point) []actions.Point {
 
 // drag presses at path[0], moves through the path and releases at its end.
 // If a move fails after the press, it still tries to release the button.
+// A page that starts an HTML5 drag (dragstart) gets it as drag events
+// (see dropIntercepted), as Chromium intercepts drags for the display.
 func (d *Display) drag(ctx context.Context, path []actions.Point, b input.MouseButton, bit, mods int64) error {
 	if err := d.moveTo(ctx, path[0], mods); err != nil {
 		return err
@@ -317,7 +361,9 @@ func (d *Display) drag(ctx context.Context, path []actions.Point, b input.MouseB
 	if err := d.press(ctx, path[0], b, bit, 1, mods); err != nil {
 		return err
 	}
-	for _, p := range dragPoints(path) {
+	d.state.takeDrag() // a stale one
+	pts := dragPoints(path)
+	for i, p := range pts {
 		err := d.mouse(ctx, input.DispatchMouseEventParams{
 			Type: input.DispatchMouseEventTypeMouseMoved, X: p.X, Y: p.Y,
 			Modifiers: mods, Button: b,
@@ -325,8 +371,44 @@ func (d *Display) drag(ctx context.Context, path []actions.Point, b input.MouseB
 		if err != nil {
 			return errors.Join(err, d.release(cleanup(ctx), d.pointer, b, bit, 1, mods))
 		}
+		if data := d.state.takeDrag(); data != nil {
+			err := d.dropIntercepted(ctx, data, pts[i:], mods)
+			return errors.Join(err, d.release(cleanup(ctx), d.pointer, b, bit, 1, mods))
+		}
+	}
+	if data := d.state.takeDrag(); data != nil {
+		err := d.dropIntercepted(ctx, data, pts[len(pts)-1:], mods)
+		return errors.Join(err, d.release(cleanup(ctx), d.pointer, b, bit, 1, mods))
 	}
 	return d.release(ctx, path[len(path)-1], b, bit, 1, mods)
+}
+
+// dropIntercepted carries an HTML5 drag that the page started along pts
+// (CSS px; the first is where it started) with Input.dispatchDragEvent:
+// dragEnter at the first point, dragOver at each, and the drop at the
+// last. Unlike mouse events, drag events take the page's CSS px in either
+// mode, however the window is scaled.
+func (d *Display) dropIntercepted(ctx context.Context, data *input.DragData, pts []actions.Point, mods int64) error {
+	send := func(typ input.DispatchDragEventType, p actions.Point) error {
+		x, y := toWindow(p, 1/d.zoom())
+		err := d.r.framed(ctx, func(ctx context.Context) error {
+			_, err := call(ctx, d, input.DispatchDragEvent, input.DispatchDragEventParams{Type: typ, X: x, Y: y, Data: data, Modifiers: mods})
+			return err
+		})
+		if err == nil {
+			d.pointer = p
+		}
+		return err
+	}
+	if err := send(input.DispatchDragEventTypeDragEnter, pts[0]); err != nil {
+		return err
+	}
+	for _, p := range pts {
+		if err := send(input.DispatchDragEventTypeDragOver, p); err != nil {
+			return err
+		}
+	}
+	return send(input.DispatchDragEventTypeDrop, pts[len(pts)-1])
 }
 
 // cleanup returns a context for undoing input (releasing keys and buttons)

@@ -807,21 +807,6 @@ func TestCaptureOddSizes(t *testing.T) {
 	}
 }
 
-func TestDialogBlocks(t *testing.T) {
-	d := newDisplay(t, DisplayConfig{CommandTimeout: 3 * time.Second})
-	load(t, d, "events.html")
-	eval[int](t, d, "window.addEventListener('click', () => alert('hi')), 1")
-	err := d.Perform(t.Context(), screen.Mapped{Action: kind(actions.Click, at(10, 10))})
-	if !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), `alert dialog ("hi")`) {
-		t.Errorf("Perform(click) that opens an alert = %v, want ErrUnresponsive naming the dialog", err)
-	}
-	start := time.Now()
-	_, err = d.Capture(t.Context(), screen.CaptureOptions{})
-	if !errors.Is(err, ErrUnresponsive) || time.Since(start) > 100*time.Millisecond {
-		t.Errorf("Capture() with an alert open = %v after %v, want ErrUnresponsive at once", err, time.Since(start))
-	}
-}
-
 // TestInputAfterScaledCapture checks that clicks and wheel turns land
 // where they should after captures at a model's size: in FrameControl
 // mode the window is then scaled, and input coordinates with it.

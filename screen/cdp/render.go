@@ -32,13 +32,16 @@ type renderer interface {
 	// framed runs f, a command that Chromium answers only after the next
 	// frame (a mouse move, a wheel turn), and sees that a frame comes.
 	framed(ctx context.Context, f func(context.Context) error) error
+	// zoomed applies a change of the active tab's page zoom.
+	zoomed(ctx context.Context) error
 }
 
 // screencast is the renderer of Screencast mode: regular headless Chromium
 // draws frames on its own clock; a screencast of tiny images tells when it
 // drew one, and Page.captureScreenshot scales and encodes the capture.
 type screencast struct {
-	d *Display
+	d   *Display
+	tab *tab // nil in unit tests: the display's own fields
 }
 
 // screencastSize is the bound of the tiny screencast images that only serve
@@ -47,17 +50,14 @@ const screencastSize = 16
 
 func (s *screencast) setup(ctx context.Context) error {
 	d := s.d
-	vp := d.cfg.Viewport
-	if _, err := call(ctx, d, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width:             int64(vp.W),
-		Height:            int64(vp.H),
-		DeviceScaleFactor: d.cfg.DPR,
-		ScreenWidth:       int64(vp.W),
-		ScreenHeight:      int64(vp.H),
-	}); err != nil {
+	if err := s.zoomed(ctx); err != nil {
 		return err
 	}
-	d.wg.Go(s.ackFrames)
+	st, t, done := d.state, d.t, context.Background()
+	if s.tab != nil {
+		done = s.tab.ctx
+	}
+	d.wg.Go(func() { s.ackFrames(st, t, done) })
 	q := int64(10)
 	_, err := call(ctx, d, page.StartScreencast, page.StartScreencastParams{
 		Format:        page.StartScreencastFormatJpeg,
@@ -69,19 +69,30 @@ func (s *screencast) setup(ctx context.Context) error {
 	return err
 }
 
-// ackFrames acknowledges screencast frames so that Chromium keeps sending
-// them. It returns when the display closes.
-func (s *screencast) ackFrames() {
+// zoomed emulates the viewport at the tab's page zoom.
+func (s *screencast) zoomed(ctx context.Context) error {
+	d := s.d
+	vp := d.cfg.Viewport
+	_, err := call(ctx, d, emulation.SetDeviceMetricsOverride, metricsFor(vp.W, vp.H, d.cfg.DPR, d.zoom(), 0))
+	return err
+}
+
+// ackFrames acknowledges the screencast frames of the tab t, whose state
+// is st, so that Chromium keeps sending them. It returns when the display
+// closes or tabDone (the tab's chromedp context) ends.
+func (s *screencast) ackFrames(st *pageState, t cdp.Session, tabDone context.Context) {
 	d := s.d
 	for {
 		select {
 		case <-d.bg.Done():
 			return
-		case <-d.state.ackWake:
+		case <-tabDone.Done():
+			return
+		case <-st.ackWake:
 		}
-		for _, id := range d.state.takeAcks() {
+		for _, id := range st.takeAcks() {
 			ctx, cancel := context.WithTimeout(d.bg, d.cfg.CommandTimeout)
-			_, err := cdp.Call(ctx, d.t, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: id})
+			_, err := cdp.Call(ctx, t, page.ScreencastFrameAck, page.ScreencastFrameAckParams{SessionID: id})
 			cancel()
 			if err != nil && d.goneCause() != "" {
 				return
@@ -101,7 +112,7 @@ func (s *screencast) grab(ctx context.Context, r captureReq, scroll actions.Poin
 	d := s.d
 	d.state.setCapturing(true)
 	defer d.state.setCapturing(false)
-	res, err := call(ctx, d, page.CaptureScreenshot, clipParams(r, scroll))
+	res, err := call(ctx, d, page.CaptureScreenshot, clipParams(r, scroll, d.zoom()))
 	if err != nil {
 		return nil, err
 	}
@@ -110,17 +121,20 @@ func (s *screencast) grab(ctx context.Context, r captureReq, scroll actions.Poin
 
 func (s *screencast) framed(ctx context.Context, f func(context.Context) error) error { return f(ctx) }
 
-func (s *screencast) pointer(context.Context, bool) (float64, error) { return 1, nil }
+// pointer: input events take the page's CSS px, 1/zoom of the viewport's.
+func (s *screencast) pointer(context.Context, bool) (float64, error) { return 1 / s.d.zoom(), nil }
 
-// clipParams are Page.captureScreenshot's parameters for r.
-func clipParams(r captureReq, scroll actions.Point) page.CaptureScreenshotParams {
+// clipParams are Page.captureScreenshot's parameters for r, at page zoom
+// z: the clip is in CSS px of the document, 1/z of the viewport's px,
+// and each CSS px is z times the device pixel ratio in device px.
+func clipParams(r captureReq, scroll actions.Point, z float64) page.CaptureScreenshotParams {
 	p := page.CaptureScreenshotParams{
 		Format: page.CaptureScreenshotFormatPng,
 		Clip: &page.Viewport{
-			X:      r.clip.Min.X + scroll.X,
-			Y:      r.clip.Min.Y + scroll.Y,
-			Width:  r.clip.Dx(),
-			Height: r.clip.Dy(),
+			X:      r.clip.Min.X/z + scroll.X,
+			Y:      r.clip.Min.Y/z + scroll.Y,
+			Width:  r.clip.Dx() / z,
+			Height: r.clip.Dy() / z,
 			Scale:  r.scale,
 		},
 		OptimizeForSpeed: new(true),

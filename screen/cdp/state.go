@@ -10,9 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+
+	"github.com/spotter-harness/spotter/screen"
 )
 
 // pageState is what a display knows about its page from protocol events.
@@ -42,7 +46,14 @@ type pageState struct {
 	pendingAcks  []int64
 
 	crashed bool
-	dialog  string // the JavaScript dialog that blocks the page, if any
+	dialog  *screen.Dialog // the JavaScript dialog that blocks the page, if any
+	// dialogSeen counts dialogs that opened; a Perform compares it to tell
+	// whether its action opened one.
+	dialogSeen int
+	opened     []target.Info // page targets created since the last takeOpened, of any opener
+	chooser    *page.EventFileChooserOpened
+	drag       *input.DragData // a drag the page started, intercepted (Input.dragIntercepted)
+	frameIDs   map[cdp.FrameID]bool
 	// dialogCtx is canceled when a dialog opens, and replaced when it
 	// closes: commands to the page stop waiting for an answer then.
 	dialogCtx    context.Context
@@ -65,6 +76,7 @@ func newPageState(now time.Time) *pageState {
 		ackWake:      make(chan struct{}, 1),
 		url:          "about:blank",
 		loading:      make(map[cdp.FrameID]bool),
+		frameIDs:     make(map[cdp.FrameID]bool),
 		requests:     make(map[network.RequestID]request),
 		lastActivity: now,
 	}
@@ -108,10 +120,16 @@ func (s *pageState) event(now time.Time, ev any) {
 	case *page.EventFrameDetached:
 		delete(s.loading, ev.FrameID)
 	case *page.EventFrameNavigated:
+		if ev.Frame != nil {
+			s.frameIDs[ev.Frame.ID] = true
+		}
 		if ev.Frame != nil && ev.Frame.ParentID == "" {
 			s.mainFrame = ev.Frame.ID
 			s.url = ev.Frame.URL + ev.Frame.URLFragment
+			s.chooser = nil
 		}
+	case *page.EventFrameAttached:
+		s.frameIDs[ev.FrameID] = true
 	case *page.EventNavigatedWithinDocument:
 		if ev.FrameID == s.mainFrame {
 			s.url = ev.URL
@@ -132,13 +150,24 @@ func (s *pageState) event(now time.Time, ev any) {
 	case *network.EventLoadingFailed:
 		s.finish(now, ev.RequestID)
 	case *page.EventJavascriptDialogOpening:
-		s.dialog = fmt.Sprintf("a JavaScript %s dialog (%q)", ev.Type, ev.Message)
-		s.events = append(s.events, s.dialog+" opened")
+		s.dialog = &screen.Dialog{Type: string(ev.Type), Message: ev.Message, DefaultPrompt: ev.DefaultPrompt, URL: ev.URL}
+		s.dialogSeen++
 		s.dialogCancel()
 	case *page.EventJavascriptDialogClosed:
-		s.dialog = ""
+		s.dialog = nil
 		s.dialogCancel()
 		s.dialogCtx, s.dialogCancel = context.WithCancel(context.Background())
+	case *target.EventTargetCreated:
+		if ev.TargetInfo != nil && ev.TargetInfo.Type == "page" && ev.TargetInfo.OpenerID != "" {
+			s.opened = append(s.opened, *ev.TargetInfo)
+		}
+		return
+	case *page.EventFileChooserOpened:
+		c := *ev
+		s.chooser = &c
+		s.events = append(s.events, chooserNote(ev.Mode))
+	case *input.EventDragIntercepted:
+		s.drag = ev.Data
 	case *inspector.EventTargetCrashed:
 		s.crashed = true
 		s.events = append(s.events, "the page crashed")
@@ -240,6 +269,71 @@ func (s *pageState) isCrashed() bool {
 	return s.crashed
 }
 
+// takeOpened returns the next page target created since the last call.
+// Every tab's session reports every page target of the browser; the
+// display keeps those that its own tabs opened.
+func (s *pageState) takeOpened() (target.Info, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.opened) == 0 {
+		return target.Info{}, false
+	}
+	i := s.opened[0]
+	s.opened = s.opened[1:]
+	return i, true
+}
+
+// setMain records the main frame and URL of a page the display attached to
+// after it opened, whose navigation events it may have missed.
+func (s *pageState) setMain(id cdp.FrameID, url string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mainFrame == "" {
+		s.mainFrame, s.url = id, url
+		s.frameIDs[id] = true
+	}
+}
+
+// hasFrame reports whether the page has, or had, a frame of that id.
+func (s *pageState) hasFrame(id cdp.FrameID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.frameIDs[id]
+}
+
+// fileChooser returns the open file chooser, if any.
+func (s *pageState) fileChooser() *page.EventFileChooserOpened {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.chooser
+}
+
+func (s *pageState) clearChooser() {
+	s.mu.Lock()
+	s.chooser = nil
+	s.mu.Unlock()
+}
+
+// takeDrag returns and forgets the intercepted drag, if any.
+func (s *pageState) takeDrag() *input.DragData {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.drag
+	s.drag = nil
+	return d
+}
+
+// currentDialog returns the open JavaScript dialog, if any, and how many
+// dialogs have opened so far.
+func (s *pageState) currentDialog() (screen.Dialog, bool, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dialog == nil {
+		return screen.Dialog{}, false, s.dialogSeen
+	}
+	return *s.dialog, true, s.dialogSeen
+}
+
 // dialogOpened returns a context that is canceled while a JavaScript
 // dialog is open.
 func (s *pageState) dialogOpened() context.Context {
@@ -252,7 +346,16 @@ func (s *pageState) dialogOpened() context.Context {
 func (s *pageState) openDialog() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.dialog
+	if s.dialog == nil {
+		return ""
+	}
+	return describeDialog(*s.dialog)
+}
+
+// describeDialog names a dialog for the model: a JavaScript confirm dialog
+// ("Delete?").
+func describeDialog(dl screen.Dialog) string {
+	return fmt.Sprintf("a JavaScript %s dialog (%q)", dl.Type, dl.Message)
 }
 
 func (s *pageState) frameCount() int64 {

@@ -1,0 +1,90 @@
+// Package approvals decides which actions need a human, and holds the
+// queue in which they wait for one.
+//
+// A [Gate] is a harness.Approver for one session. For each action the loop
+// is about to perform, it asks the display what the action reaches (a
+// [HitTester] for the element under the pointer, a [FocusReporter] for the
+// element keyboard input goes to, a [DialogReporter] for an open dialog),
+// and evaluates its [Rules]. An action no rule flags runs at once. A
+// flagged one becomes a [Request] in the [Queue] and blocks until a human
+// decides ([Queue.Decide]): approve, deny with a reason the model sees, or
+// edit the action (its coordinates in the screenshot's pixels, or its
+// text). No decision before the timeout is a denial ("no decision within
+// 5m0s"). Provider safety checks (OpenAI pending_safety_checks, Gemini
+// require_confirmation) always join the same queue.
+//
+// The Queue calls two hooks, synchronously, so that a server can persist
+// what it holds and audit every decision (who, when, and the request as
+// they saw it); [Queue.Restore] puts pending requests back after a
+// restart, and a re-asked request (same session, call id and index)
+// attaches to the one already pending.
+//
+// # Built-in rules
+//
+// By default every built-in rule is on. Each has a name, used in requests
+// and in the rules file's disable list:
+//
+//	safety-check    a provider's safety check (cannot be disabled)
+//	purchase        clicks on buy, pay, checkout or order controls (by accessible name, in several languages)
+//	delete          clicks on delete or remove controls
+//	send            clicks on send, submit, publish or confirm controls
+//	password        typing into a password field, or Enter in it
+//	payment         typing into a payment field (autocomplete cc-*, names like card number or CVV), or Enter
+//	                in it; typing anything that looks like a card number (13-19 digits passing the Luhn check)
+//	outside         links, form submissions and navigation to an origin outside the allowed hosts
+//	download        clicks on download links
+//	file-picker     clicks on <input type=file>; the upload action
+//	close-chord     chords that close a tab, a window or the browser (ctrl+w, alt+F4, meta+q...); close_tab
+//	leave-page      accepting a beforeunload dialog
+//	inspect-failed  the element under the pointer could not be inspected (the gate fails closed)
+//
+// Links and forms may reach, without a human, the origin of the page shown,
+// the rules' hosts and the session's Policy hosts.
+//
+// # Displays without a DOM
+//
+// A display that cannot be hit-tested (VNC) has no elements to judge. The
+// rules then decide on the action alone: its kind (navigate, upload,
+// close_tab, dialog), its keys, its typed text, and the regions of the
+// screen it touches. Requests say so in their Note ("no DOM: decided on the
+// action alone"), and the model is told once.
+//
+// # The rules file
+//
+// Rules are YAML. Every field is optional; an empty file is [Default]:
+//
+//	supervise: flagged        # all | flagged | none
+//	timeout: 5m               # how long a request waits; then it is denied
+//	hosts:                    # origins links and navigation may reach, as in actions.Policy
+//	  - localhost:8080
+//	  - "*.example.com"
+//	disable: [send]           # built-in rules to switch off
+//	keys: ["ctrl+s"]          # more chords that need a human
+//	regions:                  # areas of the screenshot, in its image pixels
+//	  - name: admin-menu
+//	    reason: the admin menu changes production settings
+//	    x: 0
+//	    y: 0
+//	    w: 200
+//	    h: 60
+//	rules:                    # your own rules: every condition given must hold
+//	  - name: transfer-form
+//	    reason: typing into the bank transfer form
+//	    kinds: [type]
+//	    url: ["^https://bank\\.example/transfer"]
+//	    target:
+//	      name: ["amount|recipient"]
+//
+// A rule's conditions: kinds (action kinds), keys (chords of keypress and
+// hold_key), text (typed text), url (the page's URL, or a navigate
+// action's), and target, which needs a DOM: tag, role, name, input_type,
+// autocomplete, href, form_action, frame_url and text (lists of regular
+// expressions matched without regard to case), and editable and download
+// (true or false). Within a list, any item may match. The target is the
+// element under the pointer for pointer actions, and the focused one for
+// keyboard actions.
+//
+// "supervise: all" sends every action with an effect to a human
+// (screenshots, waits, zooms, cursor_position and list_tabs still run at
+// once); "supervise: none" sends only the provider's safety checks.
+package approvals

@@ -1,0 +1,424 @@
+package cdp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// hitTestTimeout bounds a whole HitTest or Focused call, however many
+// frames it descends into.
+const hitTestTimeout = 5 * time.Second
+
+// maxFrameDepth bounds how many cross-process iframes a hit-test enters.
+const maxFrameDepth = 4
+
+// hitWorld names the isolated world that hit-tests run in. Its globals and
+// DOM wrappers are its own, so a page that overrides
+// document.elementFromPoint, or defines throwing getters on its elements,
+// does not change what a hit-test sees.
+const hitWorld = "spotter-hittest"
+
+// HitTest returns the element that a click at p (CSS px of the viewport)
+// would reach, as approval rules need it: the nearest interactive
+// ancestor of the element under p (a link, a button, a form field, an
+// element with a widget role; for a label, its control), or that element
+// itself. It descends into open shadow roots and into iframes:
+// same-origin ones from the page, cross-origin ones in the page's process
+// and out-of-process ones through their own targets. A point on nothing
+// gives the zero Target.
+//
+// The page's scripts cannot change the answer: the hit-test runs in an
+// isolated world, and reads text with bounded walks, so a huge DOM costs
+// a bounded time. HitTest takes at most 5s (less if ctx says so); a page
+// that does not answer in time gives an error wrapping ErrUnresponsive, a
+// page blocked by a dialog one naming the dialog, and a dead page one
+// wrapping screen.ErrGone. HitTest reads the page and changes nothing; it
+// inspects the active tab, and waits for a Perform or Capture in progress
+// to end.
+//
+// Target.Name is the element's accessible name, computed the usual way
+// (aria-labelledby, aria-label, labels, alt, the text of controls that take
+// their name from it, title, placeholder); a form field with none falls
+// back to its name attribute, so that an unlabelled <input name=cardnumber>
+// still says what it is. Values typed into fields are never read.
+func (d *Display) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
+	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+		return screen.Target{}, fmt.Errorf("hit-test at %v: %w: not a finite point", p, actions.ErrInvalid)
+	}
+	t, err := d.inspect(ctx, func(x, y float64) string { return hitExpr("point", x, y) }, p)
+	if err != nil {
+		return screen.Target{}, fmt.Errorf("hit-test at %v: %w", p, err)
+	}
+	return t, nil
+}
+
+// Focused returns the element that has the keyboard focus, where typed
+// text goes, descending into shadow roots and iframes as HitTest does.
+// With no focused element it returns the zero Target. It is bounded as
+// HitTest is.
+func (d *Display) Focused(ctx context.Context) (screen.Target, error) {
+	t, err := d.inspect(ctx, func(float64, float64) string { return hitExpr("focus", 0, 0) }, actions.Point{})
+	if err != nil {
+		return screen.Target{}, fmt.Errorf("focused element: %w", err)
+	}
+	return t, nil
+}
+
+// inspect runs expr (made for a point inside the frame at hand) in the
+// page's main frame and, while it lands on a frame it cannot enter, in
+// that frame.
+func (d *Display) inspect(ctx context.Context, expr func(x, y float64) string, p actions.Point) (screen.Target, error) {
+	// mu keeps the active tab (d.t, d.state, d.ctx) from changing under
+	// the inspection.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(); err != nil {
+		return screen.Target{}, err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, hitTestTimeout,
+		fmt.Errorf("the page did not answer within %v: %w", hitTestTimeout, ErrUnresponsive))
+	defer cancel()
+	// Tabs switch under tabMu, not mu: take the active one once. Points
+	// come in viewport px; a zoomed page lays out in px divided by zoom.
+	top, _, zoom := d.activeTab()
+	if zoom > 0 && zoom != 1 {
+		p = actions.Pt(p.X/zoom, p.Y/zoom)
+	}
+	tree, err := hitCall(ctx, d, top, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return screen.Target{}, err
+	}
+	if tree.FrameTree == nil || tree.FrameTree.Frame == nil {
+		return screen.Target{}, errors.New("the page has no main frame")
+	}
+	sess, frame := top, tree.FrameTree.Frame.ID
+	var release []func()
+	defer func() {
+		for _, f := range release {
+			f()
+		}
+	}()
+	for depth := 0; ; depth++ {
+		h, err := d.inspectFrame(ctx, sess, frame, expr(p.X, p.Y), depth > 0)
+		if err != nil {
+			return screen.Target{}, err
+		}
+		if h.Cross == nil {
+			return h.Target, nil
+		}
+		// The element is an iframe whose document this world cannot
+		// reach: go on inside it, with the point in its coordinates.
+		outer := h.Target
+		if depth >= maxFrameDepth {
+			return outer, nil
+		}
+		child, err := d.frameOf(ctx, sess, frame, expr(p.X, p.Y))
+		if err != nil || child == "" {
+			return outer, nil // the iframe as it is seen from outside
+		}
+		p = actions.Pt(h.Cross.X, h.Cross.Y)
+		if _, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: child, WorldName: hitWorld}); err == nil {
+			frame = child // in this process: same session
+			continue
+		}
+		s, done, err := d.attachFrame(ctx, child)
+		if err != nil {
+			return outer, nil
+		}
+		release = append(release, done)
+		sess, frame = s, child
+	}
+}
+
+// hit is what the hit-test script returns.
+type hit struct {
+	screen.Target
+	// Cross is set when the element is an iframe whose document the
+	// script could not enter; X and Y are the point inside it.
+	Cross *struct{ X, Y float64 } `json:"cross,omitempty"`
+}
+
+// inspectFrame runs expr in the hit-test world of frame, on sess.
+func (d *Display) inspectFrame(ctx context.Context, sess cdp.Session, frame cdp.FrameID, expr string, inFrame bool) (hit, error) {
+	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitWorld})
+	if err != nil {
+		return hit{}, err
+	}
+	res, err := hitCall(ctx, d, sess, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:    expr + ".describe(" + strconv.FormatBool(inFrame) + ")",
+		ContextID:     w.ExecutionContextID,
+		ReturnByValue: new(true),
+		Silent:        new(true),
+		Timeout:       runtime.TimeDelta(hitTestTimeout / time.Millisecond),
+	})
+	if err != nil {
+		return hit{}, err
+	}
+	if res.ExceptionDetails != nil {
+		msg := res.ExceptionDetails.Text
+		if e := res.ExceptionDetails.Exception; e != nil && e.Description != "" {
+			msg = e.Description
+		}
+		return hit{}, fmt.Errorf("hit-test script: %s", clipErr(msg))
+	}
+	var h hit
+	if res.Result == nil || len(res.Result.Value) == 0 || string(res.Result.Value) == "null" {
+		return h, nil
+	}
+	if err := json.Unmarshal(res.Result.Value, &h); err != nil {
+		return hit{}, fmt.Errorf("hit-test script: %v", err)
+	}
+	return h, nil
+}
+
+// frameOf returns the id of the frame that the iframe element expr lands
+// on shows.
+func (d *Display) frameOf(ctx context.Context, sess cdp.Session, frame cdp.FrameID, expr string) (cdp.FrameID, error) {
+	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitWorld})
+	if err != nil {
+		return "", err
+	}
+	res, err := hitCall(ctx, d, sess, runtime.Evaluate, runtime.EvaluateParams{
+		Expression: expr + ".element",
+		ContextID:  w.ExecutionContextID,
+		Silent:     new(true),
+		Timeout:    runtime.TimeDelta(hitTestTimeout / time.Millisecond),
+	})
+	if err != nil {
+		return "", err
+	}
+	if res.ExceptionDetails != nil || res.Result == nil || res.Result.ObjectID == "" {
+		return "", errors.New("no iframe element")
+	}
+	defer func() {
+		_, _ = hitCall(context.WithoutCancel(ctx), d, sess, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: res.Result.ObjectID})
+	}()
+	n, err := hitCall(ctx, d, sess, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: res.Result.ObjectID})
+	if err != nil {
+		return "", err
+	}
+	if n.Node == nil {
+		return "", errors.New("no iframe node")
+	}
+	return n.Node.FrameID, nil
+}
+
+// attachFrame attaches to the target of an out-of-process iframe (its
+// target id is its frame id) and returns its session, with a function that
+// detaches from it and leaves the iframe alone.
+func (d *Display) attachFrame(ctx context.Context, frame cdp.FrameID) (cdp.Session, func(), error) {
+	fctx, cancel := chromedp.NewContext(d.ctx, chromedp.WithTargetID(target.ID(frame)), chromedp.WithDetachOnCancel())
+	done := func() {
+		_ = chromedp.Cancel(fctx) // detaching from a frame that went away has nothing left to do
+		cancel()
+	}
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Do(fctx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			done()
+			return nil, nil, fmt.Errorf("attach to frame %s: %w", frame, err)
+		}
+	case <-ctx.Done():
+		done()
+		<-started
+		return nil, nil, context.Cause(ctx)
+	}
+	c := chromedp.FromContext(fctx)
+	if c == nil || c.Target == nil {
+		done()
+		return nil, nil, fmt.Errorf("attach to frame %s: no target", frame)
+	}
+	return c.Target, done, nil
+}
+
+// hitCall runs one command of a hit-test on sess, bounded by ctx and the
+// display's command timeout, with call's translation of errors.
+func hitCall[P, R any](ctx context.Context, d *Display, sess cdp.Session, c cdp.Command[P, R], p P) (R, error) {
+	top, state, _ := d.activeTab()
+	if sess == top {
+		return callWithin(ctx, d, d.cfg.CommandTimeout, c, p)
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.cfg.CommandTimeout)
+	defer cancel()
+	stop := context.AfterFunc(state.dialogOpened(), cancel)
+	defer stop()
+	r, err := cdp.Call(cctx, sess, c, p)
+	if err != nil {
+		return r, d.translate(ctx, c.Method, d.cfg.CommandTimeout, err)
+	}
+	return r, nil
+}
+
+// hitExpr returns a script expression whose value is an object with the
+// hit-test's result: .element (the element, for the protocol) and
+// .describe(inFrame) (the screen.Target as JSON, with cross set for an
+// iframe it could not enter). mode is "point" (the element at x, y) or
+// "focus" (the focused element).
+func hitExpr(mode string, x, y float64) string {
+	return "(" + hitJS + ")(" + strconv.Quote(mode) + "," + strconv.FormatFloat(x, 'f', -1, 64) + "," +
+		strconv.FormatFloat(y, 'f', -1, 64) + ")"
+}
+
+// hitJS locates the element and describes it. Every loop and text walk
+// is bounded.
+const hitJS = `function (mode, x, y) {
+	const MAX_TEXT = 200, MAX_NODES = 2000, MAX_DEPTH = 16;
+	let doc = document, el = null, cross = null;
+	for (let depth = 0; depth < MAX_DEPTH; depth++) {
+		if (mode === "point") {
+			el = doc.elementFromPoint(x, y);
+			for (let i = 0; el && el.shadowRoot && i < MAX_DEPTH; i++) {
+				const inner = el.shadowRoot.elementFromPoint(x, y);
+				if (!inner || inner === el) break;
+				el = inner;
+			}
+		} else {
+			el = doc.activeElement;
+			for (let i = 0; el && el.shadowRoot && el.shadowRoot.activeElement && i < MAX_DEPTH; i++) el = el.shadowRoot.activeElement;
+			if (el === doc.body && !(el && el.isContentEditable)) el = null;
+		}
+		if (!el) break;
+		const tag = el.localName;
+		if (tag !== "iframe" && tag !== "frame") break;
+		const win = doc.defaultView, r = el.getBoundingClientRect(), cs = win.getComputedStyle(el);
+		x = x - r.left - (parseFloat(cs.borderLeftWidth) || 0) - (parseFloat(cs.paddingLeft) || 0);
+		y = y - r.top - (parseFloat(cs.borderTopWidth) || 0) - (parseFloat(cs.paddingTop) || 0);
+		let sub = null;
+		try { sub = el.contentDocument; } catch (e) {}
+		if (!sub) { cross = {X: x, Y: y}; break; }
+		doc = sub;
+	}
+
+	const getA = (e, n) => (e && Element.prototype.getAttribute.call(e, n)) || "";
+	const hasA = (e, n) => !!e && Element.prototype.hasAttribute.call(e, n);
+	const skipped = new Set(["script", "style", "template", "noscript"]);
+	function walkText(root, limit) {
+		if (!root) return "";
+		let out = "", n = 0;
+		const w = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT, {
+			acceptNode: node => skipped.has(node.localName) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+		});
+		for (let node = w.currentNode; node && n < MAX_NODES && out.length < limit * 2; node = w.nextNode(), n++) {
+			if (node.nodeType === 3) out += node.data;
+			else if (node.localName === "img" && getA(node, "alt")) out += " " + getA(node, "alt") + " ";
+		}
+		return out.replace(/\s+/g, " ").trim().slice(0, limit);
+	}
+	function clip(s) { return String(s || "").replace(/\s+/g, " ").trim().slice(0, MAX_TEXT); }
+	function absURL(u, d) {
+		try { return new URL(u, d.baseURI).href; } catch (e) { return clip(u); }
+	}
+
+	const textInputs = ["text", "search", "email", "url", "tel", "password", "number", "date", "datetime-local",
+		"month", "week", "time"];
+	const widgetRoles = "button,link,menuitem,menuitemcheckbox,menuitemradio,tab,checkbox,radio,switch,option," +
+		"textbox,searchbox,combobox,slider,spinbutton,treeitem,gridcell";
+	const interactive = "a[href],area[href],button,input,select,textarea,summary,label,option," +
+		widgetRoles.split(",").map(r => "[role=" + r + "]").join(",") + ",[contenteditable]:not([contenteditable=false])";
+
+	return {
+		element: el,
+		describe(inFrame) {
+			if (!el) return cross ? {cross} : null;
+			let t = el;
+			if (mode === "point" && el.closest) t = el.closest(interactive) || el;
+			// A click on a label reaches its control (a styled label is
+			// how many pages show a file picker).
+			if (t.localName === "label" && t.control) t = t.control;
+			const d = t.ownerDocument;
+			const tag = t.localName || "";
+			const attr = n => getA(t, n);
+			let inputType = "";
+			if (tag === "input") inputType = (attr("type") || "text").toLowerCase();
+			if (tag === "button") inputType = (attr("type") || "submit").toLowerCase();
+			if (tag === "input" && !textInputs.concat(["checkbox", "radio", "file", "submit", "reset", "button", "image",
+				"hidden", "range", "color"]).includes(inputType)) inputType = "text";
+			const form = (tag === "input" || tag === "button" || tag === "select" || tag === "textarea") ? t.form : (t.closest && t.closest("form"));
+			const fattr = n => getA(form, n);
+
+			let role = attr("role").trim().split(/\s+/)[0] || "";
+			if (!role) {
+				const implicit = {a: attr("href") ? "link" : "", area: attr("href") ? "link" : "", button: "button",
+					select: (t.multiple || t.size > 1) ? "listbox" : "combobox", textarea: "textbox", summary: "button",
+					option: "option", img: attr("alt") === "" && hasA(t, "alt") ? "presentation" : "img",
+					h1: "heading", h2: "heading", h3: "heading", h4: "heading", h5: "heading", h6: "heading",
+					form: "form", nav: "navigation", dialog: "dialog", li: "listitem", ul: "list", ol: "list",
+					td: "cell", th: "columnheader", tr: "row", table: "table", progress: "progressbar"};
+				role = implicit[tag] || "";
+				if (tag === "input") {
+					role = {button: "button", submit: "button", reset: "button", image: "button", checkbox: "checkbox",
+						radio: "radio", range: "slider", number: "spinbutton", search: "searchbox"}[inputType] ||
+						(textInputs.includes(inputType) ? (attr("list") ? "combobox" : "textbox") : "");
+				}
+				if (!role && t.isContentEditable) role = "textbox";
+			}
+
+			let name = "";
+			const labelled = attr("aria-labelledby");
+			if (labelled) name = labelled.split(/\s+/).slice(0, 8).map(id => walkText(d.getElementById(id), MAX_TEXT)).join(" ");
+			if (!name.trim()) name = attr("aria-label");
+			if (!name.trim() && t.labels && t.labels.length) name = Array.from(t.labels).slice(0, 4).map(l => walkText(l, MAX_TEXT)).join(" ");
+			if (!name.trim() && tag === "input" && ["submit", "reset", "button"].includes(inputType)) name = attr("value") || {submit: "Submit", reset: "Reset"}[inputType] || "";
+			if (!name.trim() && (tag === "img" || (tag === "input" && inputType === "image") || tag === "area")) name = attr("alt");
+			const fromContent = ["button", "link", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "checkbox",
+				"radio", "switch", "option", "heading", "cell", "columnheader", "treeitem", "gridcell"];
+			if (!name.trim() && fromContent.includes(role) && tag !== "input") name = walkText(t, MAX_TEXT);
+			if (!name.trim()) name = attr("title");
+			if (!name.trim()) name = attr("placeholder");
+			if (!name.trim() && (tag === "input" || tag === "select" || tag === "textarea")) name = attr("name") || attr("id");
+
+			const link = t.closest ? t.closest("a[href],area[href]") : null;
+			const disabled = !!t.disabled || attr("aria-disabled") === "true";
+			let editable = false;
+			if (tag === "input") editable = textInputs.includes(inputType) && !disabled && !t.readOnly;
+			else if (tag === "textarea") editable = !disabled && !t.readOnly;
+			else editable = !!t.isContentEditable;
+
+			const out = {
+				tag, role, name: clip(name), inputType,
+				autocomplete: (tag === "input" || tag === "select" || tag === "textarea" || tag === "form") ? clip(attr("autocomplete")) : "",
+				editable,
+				text: tag === "input" || tag === "select" || tag === "textarea" ? "" : walkText(t, MAX_TEXT),
+				frameUrl: inFrame || d !== document ? d.URL : "",
+			};
+			if (form) {
+				const submitter = (inputType === "submit" || inputType === "image");
+				out.formAction = absURL((submitter && attr("formaction")) || fattr("action") || d.URL, d);
+				out.formMethod = ((submitter && attr("formmethod")) || fattr("method") || "get").toLowerCase();
+				if (out.formMethod !== "post" && out.formMethod !== "dialog") out.formMethod = "get";
+			}
+			if (link) {
+				out.href = absURL(getA(link, "href"), d);
+				out.linkTarget = clip(getA(link, "target"));
+				out.download = hasA(link, "download");
+			}
+			if (cross) out.cross = cross;
+			return out;
+		},
+	};
+}`
+
+// clipErr keeps a page's exception text short: the page chose it.
+func clipErr(s string) string {
+	if r := []rune(s); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return s
+}
