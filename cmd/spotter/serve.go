@@ -3,10 +3,75 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spotter-harness/spotter/web"
 )
 
-// serveCmd runs `spotter serve`. Not built yet.
+// serveCmd runs `spotter serve`: the HTTP API, the approval panel and the
+// supervised sessions, until ctx is done (SIGINT, SIGTERM).
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return exitError{2, errors.New("serve: not built yet")}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback by default)")
+	data := fs.String("data", "spotter-data", "data directory: the SQLite database and the sessions' screenshots")
+	db := fs.String("db", "", "database DSN: a postgres:// URL (default: SQLite in --data)")
+	token := fs.String("token", "", "the API and panel token (default: $SPOTTER_TOKEN, or a random one printed at start)")
+	isolation := fs.String("isolate", "local", "how session browsers run: local")
+	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
+	timeout := fs.Duration("approval-timeout", 0, "how long an approval waits for a human before it counts as denied (default 5m)")
+	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return exitError{2, err}
+	}
+	if fs.NArg() > 0 {
+		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	tok := *token
+	if tok == "" {
+		tok = os.Getenv("SPOTTER_TOKEN")
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return exitError{2, err}
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Isolate: *isolation,
+		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout})
+	cancel()
+	if err != nil {
+		ln.Close()
+		return exitError{2, err}
+	}
+	fmt.Fprintf(stdout, "spotter: listening on http://%s\n", ln.Addr())
+	if tok == "" {
+		fmt.Fprintf(stdout, "spotter: token %s\n", srv.Token())
+	} else {
+		fmt.Fprintln(stdout, "spotter: token from --token or $SPOTTER_TOKEN")
+	}
+	err = srv.Serve(ctx, ln)
+	cerr := srv.Close(context.WithoutCancel(ctx))
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return exitError{1, err}
+	}
+	if cerr != nil {
+		return exitError{1, cerr}
+	}
+	return nil
 }

@@ -1,0 +1,197 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/web/session"
+)
+
+const shopPage = `<!doctype html><html><head><title>Shop</title><style>
+body{margin:0;font:20px sans-serif} button{position:absolute;left:250px;top:150px;width:200px;height:80px;font-size:24px}
+</style></head><body><h1>Shop</h1><button id=buy onclick="document.title='bought';this.textContent='Thanks'">Buy now</button></body></html>`
+
+// child is a `spotter serve` process.
+type child struct {
+	cmd  *exec.Cmd
+	base string
+	done chan struct{} // closed when the process has exited
+	err  error
+}
+
+func buildSpotter(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "spotter")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-ldflags=-s -w", "-o", bin, "github.com/spotter-harness/spotter/cmd/spotter")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("build spotter: %v", err)
+	}
+	return bin
+}
+
+func startServe(t *testing.T, bin, data string, env []string) *child {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--token", testToken)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start spotter serve: %v", err)
+	}
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "spotter: listening on "); ok {
+				lines <- u
+			}
+		}
+		close(lines)
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	select {
+	case u, ok := <-lines:
+		if !ok {
+			t.Fatal("spotter serve exited before listening")
+		}
+		c.base = u
+	case <-time.After(60 * time.Second):
+		t.Fatal("spotter serve did not start listening within 60s")
+	}
+	return c
+}
+
+// kill ends the server with SIGKILL, as a crash would.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+}
+
+// A server killed with SIGKILL while an approval is pending comes back
+// with the session, its history and the pending approval; once approved,
+// the session completes on a relaunched browser, and its event stream has
+// no gap.
+func TestCrashRestart(t *testing.T) {
+	t.Parallel()
+	if !integration() {
+		t.Skip("SPOTTER_INTEGRATION=1 runs the crash test (real Chromium, the built binary)")
+	}
+	t0 := time.Now()
+	bin := buildSpotter(t)
+	t.Logf("built spotter in %v", time.Since(t0).Round(time.Millisecond))
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, shopPage)
+	}))
+	defer page.Close()
+	model := anthropictest.NewServer(t,
+		anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("I will press Buy now."), click(t, "toolu_1", 350, 190)}},
+		anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("The purchase is done.")}},
+	)
+	envv := []string{"ANTHROPIC_BASE_URL=" + model.URL, "ANTHROPIC_API_KEY=test"}
+	data := t.TempDir()
+
+	c := startServe(t, bin, data, envv)
+	e := &env{t: t, base: c.base}
+	resp, evs := e.stream("PUT", "/session", map[string]any{
+		"messages":  []map[string]any{{"role": "user", "content": "Buy the thing"}},
+		"model":     map[string]any{"provider": "anthropic", "name": modelName},
+		"display":   map[string]any{"width": 1024, "height": 640},
+		"start_url": page.URL,
+	})
+	id := resp.Header.Get("X-Session-Id")
+	want := []string{"session", "text_delta", "tool_call:toolu_1", "permission_request:toolu_1", "turn_stop:tool_use"}
+	if diff := cmp.Diff(want, kinds(evs)); diff != "" {
+		t.Fatalf("first stream (-want +got):\n%s", diff)
+	}
+	var pr session.PermissionRequest
+	_ = json.Unmarshal(evs[3].Data, &pr)
+	if pr.Rule != "purchase" || !strings.Contains(fmt.Sprint(pr.Target), "Buy now") {
+		t.Errorf("permission_request rule %q target %v, want the purchase rule on the Buy now button", pr.Rule, pr.Target)
+	}
+
+	t.Logf("pending approval after %v", time.Since(t0).Round(time.Millisecond))
+	c.kill(t)
+	c = startServe(t, bin, data, envv)
+	e.base = c.base
+	t.Logf("restarted after %v", time.Since(t0).Round(time.Millisecond))
+
+	var list struct{ Sessions []struct{ ID, Status string } }
+	e.getJSON("/sessions", &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].ID != id || list.Sessions[0].Status != "waiting" {
+		t.Fatalf("sessions after restart = %+v, want %s waiting", list.Sessions, id)
+	}
+	var pend struct{ Approvals []struct{ ID, Status string } }
+	e.getJSON("/approvals?status=pending", &pend)
+	if len(pend.Approvals) != 1 || pend.Approvals[0].ID != pr.ApprovalID {
+		t.Fatalf("pending approvals after restart = %+v, want %s", pend.Approvals, pr.ApprovalID)
+	}
+	var h session.History
+	e.getJSON("/session/"+id, &h)
+	if got := unresolved(h); !cmp.Equal(got, []string{"toolu_1"}) {
+		t.Errorf("unresolved after restart = %v, want [toolu_1]", got)
+	}
+
+	_, evs = e.stream("POST", "/session/"+id, map[string]any{"messages": []map[string]any{
+		{"role": "tool_permission", "toolCallId": "toolu_1", "granted": true}}})
+	want = []string{"approval_decided:toolu_1", "tool_result:toolu_1", "text_delta", "turn_stop:end_turn"}
+	if diff := cmp.Diff(want, kinds(evs)); diff != "" {
+		t.Fatalf("stream after restart (-want +got):\n%s", diff)
+	}
+	t.Logf("session completed after %v", time.Since(t0).Round(time.Millisecond))
+	all := checkSeq(t, e, id)
+	wantAll := []string{"session", "text_delta", "tool_call:toolu_1", "permission_request:toolu_1", "turn_stop:tool_use",
+		"approval_decided:toolu_1", "tool_result:toolu_1", "text_delta", "turn_stop:end_turn"}
+	if diff := cmp.Diff(wantAll, kinds(all)); diff != "" {
+		t.Errorf("whole stream (-want +got):\n%s", diff)
+	}
+	e.getJSON("/session/"+id, &h)
+	var roles []string
+	for _, m := range h.Messages {
+		roles = append(roles, m.Role)
+	}
+	if diff := cmp.Diff([]string{"user", "assistant", "tool", "assistant"}, roles); diff != "" {
+		t.Errorf("history roles (-want +got):\n%s", diff)
+	}
+	// The click ran on the relaunched browser, at the page it was on.
+	var res session.ToolResultEvent
+	_ = json.Unmarshal(all[6].Data, &res)
+	if res.IsError {
+		t.Errorf("tool_result after restart = %s, want success", all[6].Data)
+	}
+	reqs := model.Requests()
+	if n := len(reqs); n != 2 {
+		t.Errorf("model requests = %d, want 2 (one per turn, none repeated)", n)
+	}
+}

@@ -1,0 +1,127 @@
+package web_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+type execAnswer struct {
+	Status     string          `json:"status"`
+	ToolCallID string          `json:"toolCallId"`
+	ApprovalID string          `json:"approvalId"`
+	Result     json.RawMessage `json:"result"`
+	Error      string          `json:"error"`
+}
+
+func (e *env) execPost(path string, body any) (int, execAnswer) {
+	e.t.Helper()
+	resp := e.request("POST", path, body)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var a execAnswer
+	if err := json.Unmarshal(b, &a); err != nil {
+		e.t.Fatalf("POST %s = %d %s", path, resp.StatusCode, b)
+	}
+	if resp.StatusCode >= 300 {
+		e.t.Logf("POST %s = %d %s", path, resp.StatusCode, b)
+	}
+	return resp.StatusCode, a
+}
+
+func (e *env) execSession(provider string, approvals map[string]any) string {
+	e.t.Helper()
+	resp := e.request("POST", "/executor/sessions", map[string]any{"provider": provider,
+		"display": map[string]any{"width": 1000, "height": 600}, "approvals": approvals})
+	defer resp.Body.Close()
+	var out struct {
+		ID         string
+		Screenshot struct{ MimeType, Data string }
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &out) != nil || out.ID == "" || out.Screenshot.Data == "" {
+		e.t.Fatalf("POST /executor/sessions = %d %s, want an id and a screenshot", resp.StatusCode, b)
+	}
+	return out.ID
+}
+
+// The executor API answers each provider's native call with its native
+// result, paired to the call's id, with a fresh screenshot.
+func TestExecutor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		provider string
+		call     string
+		want     []string // substrings of the native result
+	}{
+		{"anthropic", `{"type":"tool_use","id":"toolu_1","name":"computer","input":{"action":"left_click","coordinate":[10,20]}}`,
+			[]string{`"type":"tool_result"`, `"tool_use_id":"toolu_1"`, `"type":"image"`}},
+		{"openai", `{"type":"computer_call","call_id":"call_1","actions":[{"type":"click","button":"left","x":10,"y":20}],"pending_safety_checks":[]}`,
+			[]string{`"type":"computer_call_output"`, `"call_id":"call_1"`, `"image_url":"data:image/png;base64,`}},
+		{"gemini", `{"functionCall":{"id":"fc_1","name":"click_at","args":{"x":500,"y":300}}}`,
+			[]string{`"functionResponse"`, `"id":"fc_1"`, `"name":"click_at"`, `"inlineData"`}},
+	}
+	e := newEnv(t, envOpts{})
+	for _, tt := range tests {
+		t.Run(tt.provider, func(t *testing.T) {
+			id := e.execSession(tt.provider, map[string]any{"supervise": "none"})
+			code, a := e.execPost("/executor/sessions/"+id+"/call?wait=30s", json.RawMessage(tt.call))
+			if code != http.StatusOK || a.Status != "done" || a.Error != "" {
+				t.Fatalf("call = %d %+v, want 200 done", code, a)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(string(a.Result), s) {
+					t.Errorf("result lacks %s: %.300s", s, a.Result)
+				}
+			}
+			// A malformed call is answered natively with the error.
+			bad := strings.Replace(tt.call, "click", "clack", 1)
+			bad = strings.NewReplacer("toolu_1", "toolu_2", "call_1", "call_2", "fc_1", "fc_2").Replace(bad)
+			code, a = e.execPost("/executor/sessions/"+id+"/call", json.RawMessage(bad))
+			if code != http.StatusOK || a.Error == "" {
+				t.Errorf("malformed call = %d %+v, want 200 with an error", code, a)
+			}
+			resp := e.request("DELETE", "/executor/sessions/"+id, nil)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("DELETE = %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// A call that needs approval answers 202 and completes once a human
+// decides; the result can then be long-polled.
+func TestExecutorApproval(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	id := e.execSession("anthropic", map[string]any{"confirm": []string{"click"}})
+	call := `{"type":"tool_use","id":"toolu_9","name":"computer","input":{"action":"left_click","coordinate":[10,20]}}`
+	code, a := e.execPost("/executor/sessions/"+id+"/call?wait=0s", json.RawMessage(call))
+	for code == http.StatusAccepted && a.ApprovalID == "" { // the call may not have reached the gate yet
+		code, a = e.execPost("/executor/sessions/"+id+"/call?wait=0s", json.RawMessage(call))
+	}
+	if code != http.StatusAccepted || a.Status != "pending_approval" || a.ToolCallID != "toolu_9" {
+		t.Fatalf("call = %d %+v, want 202 pending_approval", code, a)
+	}
+	var decided map[string]any
+	resp := e.request("POST", "/approvals/"+a.ApprovalID, map[string]any{"decision": "approve"})
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &decided) != nil || decided["status"] != "approved" {
+		t.Fatalf("approve = %d %s", resp.StatusCode, b)
+	}
+	resp = e.request("GET", "/executor/sessions/"+id+"/calls/toolu_9?wait=30s", nil)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"tool_use_id":"toolu_9"`) {
+		t.Fatalf("GET result = %d %.300s", resp.StatusCode, b)
+	}
+	resp = e.request("POST", "/approvals/"+a.ApprovalID, map[string]any{"decision": "deny"})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("second decision = %d, want 409", resp.StatusCode)
+	}
+}

@@ -1,0 +1,949 @@
+// Spotter's approval panel. Plain JavaScript, no dependencies.
+//
+// Everything shown here that a page or a model produced (element names,
+// model text, URLs, tool output) is untrusted: it is only ever put into the
+// document as text (textContent, input values) or, for URLs, checked to be
+// same-origin (or a data: image) before it becomes an img src or link href.
+// No data is ever parsed as HTML.
+'use strict';
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+
+  // ---- small helpers ----------------------------------------------------
+
+  // el builds an element; string children become text nodes.
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k === 'dataset') Object.assign(e.dataset, v);
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(typeof c === 'string' ? document.createTextNode(c) : c);
+    }
+    return e;
+  }
+
+  function clear(e) { while (e.firstChild) e.firstChild.remove(); }
+
+  function str(v) {
+    if (v === undefined || v === null) return '';
+    return typeof v === 'string' ? v : String(v);
+  }
+
+  function clip(s, n) {
+    s = str(s);
+    return s.length > n ? s.slice(0, n - 1) + '…' : s;
+  }
+
+  // safeURL returns u if it is a same-origin http(s) URL or a data: image,
+  // resolved against the page, and '' otherwise.
+  function safeURL(u) {
+    u = str(u);
+    if (!u) return '';
+    if (/^data:image\/(png|jpeg|webp|gif);base64,[A-Za-z0-9+/=\s]*$/.test(u)) return u;
+    try {
+      const url = new URL(u, location.href);
+      if ((url.protocol === 'http:' || url.protocol === 'https:') && url.origin === location.origin) return url.href;
+    } catch (_) { /* not a URL */ }
+    return '';
+  }
+
+  function seg(s) { return encodeURIComponent(str(s)); }
+
+  function csrfToken() {
+    for (const part of document.cookie.split(';')) {
+      const [k, ...v] = part.trim().split('=');
+      if (k === 'spotter_csrf') return decodeURIComponent(v.join('='));
+    }
+    return '';
+  }
+
+  function announce(msg) {
+    const a = $('announce');
+    a.textContent = '';
+    // A fresh text node makes screen readers read it again.
+    setTimeout(() => { a.textContent = msg; }, 50);
+  }
+
+  function fmtTime(t) {
+    const d = new Date(t);
+    if (isNaN(d)) return '';
+    return d.toLocaleTimeString();
+  }
+
+  function fmtDateTime(t) {
+    const d = new Date(t);
+    if (isNaN(d) || d.getFullYear() < 2000) return '';
+    return d.toLocaleString();
+  }
+
+  class AuthError extends Error {}
+  class APIError extends Error {
+    constructor(status, msg) { super(msg); this.status = status; }
+  }
+
+  // api calls the server. State-changing requests carry the CSRF token.
+  async function api(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    const opts = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+    if (method !== 'GET' && method !== 'HEAD') headers['X-CSRF-Token'] = csrfToken();
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      opts.body = JSON.stringify(body);
+    }
+    const r = await fetch(path, opts);
+    if (r.status === 401) {
+      showLogin();
+      throw new AuthError('not logged in');
+    }
+    if (!r.ok) {
+      let msg = '';
+      try { msg = str((await r.json()).error); } catch (_) { /* not JSON */ }
+      throw new APIError(r.status, msg || r.statusText || ('HTTP ' + r.status));
+    }
+    const ct = r.headers.get('Content-Type') || '';
+    if (r.status === 204 || !ct.includes('json')) return null;
+    return r.json();
+  }
+
+  function errText(err) {
+    if (err instanceof APIError) return err.message + ' (' + err.status + ')';
+    return str(err && err.message) || 'request failed';
+  }
+
+  // listOf accepts either a bare array or an object holding one.
+  function listOf(v, key) {
+    if (Array.isArray(v)) return v;
+    if (v && Array.isArray(v[key])) return v[key];
+    return [];
+  }
+
+  // ---- state ------------------------------------------------------------
+
+  const state = {
+    started: false,
+    sessions: [],
+    current: null,      // id of the session on screen
+    es: null,           // its EventSource
+    lastSeq: 0,
+    retry: null,        // reconnect timer
+    textItem: null,     // the timeline item collecting text_delta
+    approvals: new Map(), // approvalId -> {data, card}
+    decided: new Set(),   // approvalIds known to be decided, never shown again
+    takeover: false,
+    liveSize: null,     // {w, h} natural size of the live image
+    pollTimer: null,
+  };
+
+  // ---- login ------------------------------------------------------------
+
+  function showLogin() {
+    stopApp();
+    $('app').hidden = true;
+    $('logout').hidden = true;
+    $('login').hidden = false;
+    $('conn').textContent = '';
+    $('login-token').focus();
+  }
+
+  async function login(ev) {
+    ev.preventDefault();
+    const err = $('login-error');
+    err.textContent = '';
+    const token = $('login-token').value.trim();
+    if (!token) { err.textContent = 'Enter the token.'; return; }
+    let r;
+    try {
+      r = await fetch('/login', {
+        method: 'POST',
+        credentials: 'same-origin',
+        redirect: 'manual',
+        headers: { Accept: 'application/json' },
+        body: new URLSearchParams({ token }),
+      });
+    } catch (e) {
+      err.textContent = 'Cannot reach the server.';
+      return;
+    }
+    if (!(r.ok || r.type === 'opaqueredirect')) {
+      err.textContent = r.status === 401 || r.status === 403 ? 'That token is not valid.' : 'Login failed (' + r.status + ').';
+      return;
+    }
+    $('login-token').value = '';
+    if (location.pathname === '/login') history.replaceState(null, '', '/' + location.hash);
+    startApp();
+  }
+
+  // ---- the app shell ----------------------------------------------------
+
+  async function boot() {
+    $('login-form').addEventListener('submit', login);
+    $('new-task-form').addEventListener('submit', startTask);
+    $('takeover').addEventListener('click', () => setTakeover(true));
+    $('handback').addEventListener('click', () => setTakeover(false));
+    $('stop-session').addEventListener('click', stopSession);
+    $('msg-form').addEventListener('submit', sendMessage);
+    $('logout').addEventListener('click', async () => {
+      try { await api('POST', '/logout', {}); } catch (_) { /* shown below either way */ }
+      showLogin();
+    });
+    $('live-img').addEventListener('click', liveClick);
+    $('live-img').addEventListener('load', () => {
+      const img = $('live-img');
+      state.liveSize = { w: img.naturalWidth, h: img.naturalHeight };
+      $('live-empty').hidden = true;
+      img.hidden = false;
+    });
+    $('live-img').addEventListener('error', () => {
+      $('live-img').hidden = true;
+      $('live-empty').hidden = false;
+    });
+    $('click-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      sendInput({ kind: 'click', at: { x: Number($('tk-x').value), y: Number($('tk-y').value) }, has_at: true });
+    });
+    $('type-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const text = $('tk-text').value;
+      if (!text) return;
+      sendInput({ kind: 'type', text }).then((ok) => { if (ok) $('tk-text').value = ''; });
+    });
+    $('tk-enter').addEventListener('click', () => sendInput({ kind: 'keypress', keys: ['Enter'] }));
+    window.addEventListener('hashchange', route);
+    setInterval(tickTimers, 1000);
+
+    try {
+      await api('GET', '/sessions');
+    } catch (e) {
+      if (e instanceof AuthError) return; // the login form is showing
+      $('conn').textContent = 'Server error: ' + errText(e);
+    }
+    startApp();
+  }
+
+  function startApp() {
+    $('login').hidden = true;
+    $('app').hidden = false;
+    $('logout').hidden = false;
+    if (!state.started) {
+      state.started = true;
+      state.pollTimer = setInterval(refreshLists, 5000);
+    }
+    refreshLists();
+    route();
+  }
+
+  function stopApp() {
+    state.started = false;
+    clearInterval(state.pollTimer);
+    closeStream();
+    state.current = null;
+  }
+
+  function route() {
+    if ($('app').hidden) return;
+    const h = location.hash;
+    const m = /^#\/session\/(.+)$/.exec(h);
+    $('home').hidden = true;
+    $('new-task').hidden = true;
+    if (m) {
+      $('session-view').hidden = false;
+      openSession(decodeURIComponent(m[1]));
+      return;
+    }
+    closeStream();
+    state.current = null;
+    $('session-view').hidden = true;
+    markCurrent();
+    if (h === '#/new') {
+      $('new-task').hidden = false;
+      $('new-task-title').focus();
+    } else {
+      $('home').hidden = false;
+    }
+  }
+
+  async function refreshLists() {
+    if (!state.started) return;
+    try {
+      const [ss, ps] = await Promise.all([
+        api('GET', '/sessions'),
+        api('GET', '/approvals?status=pending'),
+      ]);
+      state.sessions = listOf(ss, 'sessions');
+      renderSessions();
+      renderPendingAll(listOf(ps, 'approvals'));
+      $('conn').textContent = '';
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('conn').textContent = 'Cannot load sessions: ' + errText(e);
+    }
+  }
+
+  function sessionLabel(s) {
+    return str(s.title) || clip(str(s.task), 60) || str(s.id);
+  }
+
+  function renderSessions() {
+    const ul = $('session-list');
+    clear(ul);
+    for (const s of state.sessions) {
+      const id = str(s.id);
+      if (!id) continue;
+      const a = el('a', { href: '#/session/' + seg(id), dataset: { session: id } },
+        sessionLabel(s),
+        el('span', { class: 's-meta', text: [str(s.status), fmtDateTime(s.updated || s.created)].filter(Boolean).join(' · ') }));
+      ul.append(el('li', {}, a));
+    }
+    $('sessions-empty').hidden = state.sessions.length > 0;
+    markCurrent();
+  }
+
+  function markCurrent() {
+    for (const a of $('session-list').querySelectorAll('a')) {
+      if (a.dataset.session === state.current) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+  }
+
+  function renderPendingAll(list) {
+    const ul = $('pending-all');
+    clear(ul);
+    for (const raw of list) {
+      const a = normApproval(raw);
+      const s = state.sessions.find((x) => x.id === a.session);
+      ul.append(el('li', {}, el('a', { href: '#/session/' + seg(a.session) },
+        clip(actionSummary(a.action) || a.rule || 'approval', 80),
+        el('span', { class: 's-meta', text: (s ? sessionLabel(s) : a.session) + (a.rule ? ' · ' + a.rule : '') }))));
+      // A pending approval of the open session that the stream has not
+      // shown (or that a restart left behind) appears too.
+      if (a.session === state.current) addApproval(a);
+    }
+    $('pending-empty').hidden = list.length > 0;
+  }
+
+  // ---- one session --------------------------------------------------------
+
+  function closeStream() {
+    if (state.es) { state.es.close(); state.es = null; }
+    clearTimeout(state.retry);
+    state.retry = null;
+  }
+
+  async function openSession(id) {
+    if (state.current === id && state.es) return;
+    closeStream();
+    state.current = id;
+    state.lastSeq = 0;
+    state.textItem = null;
+    state.takeover = false;
+    for (const { card } of state.approvals.values()) card.remove();
+    state.approvals.clear();
+    clear($('timeline'));
+    $('approvals').hidden = true;
+    $('session-title').textContent = id;
+    $('session-status').textContent = '';
+    renderTakeover();
+    markCurrent();
+    showLive('/session/' + seg(id) + '/screen?t=' + Date.now());
+    $('session-title').focus();
+
+    connect();
+    try {
+      const h = await api('GET', '/session/' + seg(id));
+      if (state.current !== id || !h) return;
+      const s = h.session || {};
+      $('session-title').textContent = sessionLabel({ ...s, id });
+      setStatus(s.status);
+      const pending = await api('GET', '/approvals?status=pending&session=' + seg(id));
+      if (state.current !== id) return;
+      for (const a of listOf(pending, 'approvals')) addApproval(normApproval(a));
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('session-status').textContent = 'Cannot load: ' + errText(e);
+    }
+  }
+
+  function setStatus(s) {
+    $('session-status').textContent = str(s) || 'unknown';
+  }
+
+  const eventTypes = ['session', 'text_delta', 'tool_call', 'permission_request', 'tool_result',
+    'approval_decided', 'takeover', 'turn_stop', 'error_event', 'status'];
+
+  function connect() {
+    const id = state.current;
+    const es = new EventSource('/session/' + seg(id) + '/events?after=' + state.lastSeq);
+    state.es = es;
+    const handler = (ev) => {
+      if (state.es !== es) return;
+      const seq = Number(ev.lastEventId);
+      if (seq && seq <= state.lastSeq) return; // already shown
+      if (seq) state.lastSeq = seq;
+      let data = {};
+      try { data = JSON.parse(ev.data); } catch (_) { data = { text: str(ev.data) }; }
+      onEvent(ev.type === 'message' ? str(data.type) || 'message' : ev.type, data || {});
+    };
+    for (const t of eventTypes) es.addEventListener(t, handler);
+    es.onmessage = handler;
+    es.onopen = () => { $('conn').textContent = ''; };
+    es.onerror = () => {
+      if (state.es !== es) return;
+      if (es.readyState === EventSource.CLOSED) {
+        // The server refused or ended the stream: check the login, then
+        // reconnect after what was already shown.
+        es.close();
+        state.es = null;
+        $('conn').textContent = 'Disconnected; reconnecting…';
+        state.retry = setTimeout(async () => {
+          try { await api('GET', '/sessions'); } catch (e) { if (e instanceof AuthError) return; }
+          if (state.current === id && !state.es) connect();
+        }, 2000);
+      } else {
+        $('conn').textContent = 'Reconnecting…';
+      }
+    };
+  }
+
+  function onEvent(type, d) {
+    if (type !== 'text_delta') state.textItem = null;
+    switch (type) {
+      case 'session':
+        item(type, 'Session', 'started');
+        break;
+      case 'text_delta': {
+        if (!state.textItem) state.textItem = item('text', 'Model', '');
+        const body = state.textItem.querySelector('.ev-body');
+        body.textContent += str(d.text);
+        break;
+      }
+      case 'tool_call': {
+        const acts = Array.isArray(d.actions) ? d.actions.map(actionSummary).filter(Boolean) : [];
+        const what = acts.length ? acts.join('; ') : clip(JSON.stringify(d.input === undefined ? {} : d.input), 300);
+        const li = item(type, 'Tool call', str(d.name) + ': ' + what + (d.error ? ' (could not be read: ' + str(d.error) + ')' : ''),
+          { call: str(d.toolCallId) });
+        if (d.error) li.classList.add('is-error');
+        setStatus('running');
+        break;
+      }
+      case 'permission_request': {
+        const a = normApproval(d);
+        a.session = state.current;
+        item(type, 'Needs approval', [a.rule, a.reason].filter(Boolean).join(': ') || 'an action was flagged',
+          { call: a.toolCallId, approval: a.approvalId });
+        if (a.shot) showLive(shotURL(a.shot));
+        addApproval(a);
+        announce('An action is waiting for your decision.');
+        break;
+      }
+      case 'tool_result': {
+        const parts = Array.isArray(d.content) ? d.content : [];
+        const texts = [];
+        let img = '';
+        for (const p of parts) {
+          if (!p) continue;
+          if (p.type === 'text') texts.push(str(p.text));
+          if (p.type === 'image') img = str(p.url) || (p.data ? 'data:' + str(p.mimeType) + ';base64,' + str(p.data) : '');
+        }
+        const li = item(type, d.isError ? 'Error' : 'Result', clip(texts.join('\n'), 2000) || (img ? 'screenshot' : '(empty)'),
+          { call: str(d.toolCallId) });
+        if (d.isError) li.classList.add('is-error');
+        const u = safeURL(img);
+        if (u) {
+          li.querySelector('.ev-body').append(' ', el('a', { href: u, target: '_blank', rel: 'noopener noreferrer', text: 'screenshot' }));
+          showLive(u);
+        }
+        break;
+      }
+      case 'approval_decided': {
+        const words = { approved: 'Approved', denied: 'Denied', edited: 'Approved with changes', expired: 'Expired (denied)' };
+        const st = str(d.status);
+        let text = (words[st] || st || 'Decided') + (d.by ? ' by ' + str(d.by) : '');
+        if (d.reason) text += ': ' + str(d.reason);
+        item(type, 'Decision', text, { approval: str(d.approvalId), status: st });
+        removeApproval(str(d.approvalId));
+        break;
+      }
+      case 'takeover': {
+        const active = !!d.active;
+        item(type, 'Take over', (d.by ? str(d.by) : 'An operator') + (active ? ' took control' : ' handed control back'));
+        state.takeover = active;
+        renderTakeover();
+        if (!active) refreshLive();
+        break;
+      }
+      case 'turn_stop': {
+        const r = str(d.stopReason);
+        const li = item(type, 'Turn ended', r + (d.error ? ': ' + str(d.error) : ''), { stop: r });
+        if (r === 'error') li.classList.add('is-error');
+        setStatus(r === 'end_turn' ? 'idle' : r === 'tool_use' ? 'waiting' : r === 'max_steps' || r === 'error' ? 'failed' : r);
+        refreshLive();
+        refreshLists();
+        if (r === 'end_turn') announce('The session finished its turn.');
+        break;
+      }
+      default:
+        item(type, type, clip(JSON.stringify(d), 500));
+    }
+  }
+
+  // item appends one entry to the timeline and returns it.
+  function item(type, label, text, data) {
+    const ol = $('timeline');
+    const nearBottom = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+    const li = el('li', { class: 'ev ev-' + type, dataset: { type, ...(data || {}) } },
+      el('span', { class: 'ev-kind', text: label }),
+      el('span', { class: 'ev-body', text: str(text) }),
+      el('time', { class: 'ev-time', text: fmtTime(Date.now()) }));
+    ol.append(li);
+    if (nearBottom) ol.scrollTop = ol.scrollHeight;
+    return li;
+  }
+
+  // ---- the live view and taking over ------------------------------------
+
+  function showLive(u) {
+    u = safeURL(u);
+    if (!u) return;
+    $('live-img').src = u;
+  }
+
+  function refreshLive() {
+    if (state.current) showLive('/session/' + seg(state.current) + '/screen?t=' + Date.now());
+  }
+
+  function renderTakeover() {
+    const on = state.takeover;
+    $('takeover').hidden = on;
+    $('handback').hidden = !on;
+    $('takeover-tools').hidden = !on;
+    $('takeover-status').textContent = on ? 'You have control. The model waits until you hand back.' : '';
+    document.querySelector('.live').classList.toggle('taking-over', on);
+  }
+
+  async function setTakeover(active) {
+    const id = state.current;
+    $('takeover-error').textContent = '';
+    try {
+      await api('POST', '/session/' + seg(id) + '/takeover', { active });
+      if (state.current !== id) return;
+      state.takeover = active;
+      renderTakeover();
+      (active ? $('handback') : $('takeover')).focus();
+      refreshLive();
+    } catch (e) {
+      if (e instanceof AuthError) return;
+      $('takeover-status').textContent = 'Could not ' + (active ? 'take over' : 'hand back') + ': ' + errText(e);
+    }
+  }
+
+  // imagePoint turns a pointer event on img into the image's own pixels.
+  function imagePoint(img, ev) {
+    const r = img.getBoundingClientRect();
+    if (!r.width || !r.height || !img.naturalWidth) return null;
+    const x = Math.floor((ev.clientX - r.left) * img.naturalWidth / r.width);
+    const y = Math.floor((ev.clientY - r.top) * img.naturalHeight / r.height);
+    return {
+      x: Math.min(Math.max(x, 0), img.naturalWidth - 1),
+      y: Math.min(Math.max(y, 0), img.naturalHeight - 1),
+    };
+  }
+
+  function liveClick(ev) {
+    if (!state.takeover) return;
+    const p = imagePoint($('live-img'), ev);
+    if (!p) return;
+    $('tk-x').value = p.x;
+    $('tk-y').value = p.y;
+    sendInput({ kind: 'click', at: p, has_at: true });
+  }
+
+  async function sendInput(action) {
+    const id = state.current;
+    $('takeover-error').textContent = '';
+    try {
+      const r = await api('POST', '/session/' + seg(id) + '/input', action);
+      // The answer carries a fresh screenshot of the display.
+      const sh = r && r.screenshot;
+      if (sh && sh.data && state.current === id) showLive('data:' + str(sh.mimeType || 'image/png') + ';base64,' + str(sh.data));
+      else refreshLive();
+      return true;
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('takeover-error').textContent = 'Input failed: ' + errText(e);
+      return false;
+    }
+  }
+
+  async function stopSession() {
+    const id = state.current;
+    if (!id || !confirm('Stop this session?')) return;
+    try {
+      await api('POST', '/session/' + seg(id) + '/stop', {});
+      setStatus('stopped');
+      refreshLists();
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('session-status').textContent = 'Cannot stop: ' + errText(e);
+    }
+  }
+
+  // ---- approvals ----------------------------------------------------------
+
+  // normApproval accepts a permission_request event's data or a stored
+  // approval from GET /approvals and returns one shape.
+  function normApproval(v) {
+    v = v || {};
+    let req = v.request || {};
+    if (typeof req === 'string') { try { req = JSON.parse(req); } catch (_) { req = {}; } }
+    const pick = (k) => (v[k] !== undefined && v[k] !== null ? v[k] : req[k]);
+    return {
+      approvalId: str(v.approvalId || v.id || req.approvalId),
+      session: str(v.session || v.sessionId || req.session || req.sessionId),
+      toolCallId: str(pick('toolCallId')),
+      rule: str(pick('rule')),
+      reason: str(pick('reason')),
+      action: pick('action') || null,
+      target: pick('target') || null,
+      marker: pick('marker') || null,
+      shot: pick('shot') || '',
+      modelText: str(pick('modelText')),
+      deadline: pick('deadline') || '',
+      safety: Array.isArray(pick('safetyChecks')) ? pick('safetyChecks') : [],
+    };
+  }
+
+  // shotURL turns a request's shot (a URL, a file name or an object with
+  // one) into a URL the page may load, or ''.
+  function shotURL(shot, session) {
+    session = session || state.current;
+    if (shot && typeof shot === 'object') shot = shot.url || shot.name || shot.path || '';
+    shot = str(shot);
+    if (!shot) return '';
+    if (/^(data:|\/|https?:)/.test(shot)) return safeURL(shot);
+    return safeURL('/session/' + seg(session) + '/shots/' + shot.split('/').map(seg).join('/'));
+  }
+
+  function pt(p) {
+    if (!p || typeof p !== 'object') return null;
+    const x = Number(p.x), y = Number(p.y);
+    return Number.isFinite(x) && Number.isFinite(y) ? { x, y } : null;
+  }
+
+  function actionSummary(a) {
+    if (!a || typeof a !== 'object') return '';
+    const kind = str(a.kind) || 'action';
+    const parts = [kind.replace(/_/g, ' ')];
+    const at = pt(a.at);
+    if (at && (a.has_at || at.x || at.y)) parts.push('at (' + Math.round(at.x) + ', ' + Math.round(at.y) + ')');
+    if (a.text) parts.push('"' + clip(a.text, 80) + '"');
+    if (Array.isArray(a.keys) && a.keys.length) parts.push(a.keys.join('+'));
+    if (a.url) parts.push(clip(a.url, 120));
+    if (Array.isArray(a.path) && a.path.length) parts.push(a.path.map(pt).filter(Boolean).map((p) => '(' + Math.round(p.x) + ', ' + Math.round(p.y) + ')').join(' → '));
+    if (Array.isArray(a.files) && a.files.length) parts.push(a.files.join(', '));
+    return parts.join(' ');
+  }
+
+  let cardSeq = 0;
+
+  function addApproval(a) {
+    if (!a.approvalId || state.approvals.has(a.approvalId) || state.decided.has(a.approvalId)) return;
+    if (a.session && state.current && a.session !== state.current) return;
+    const card = buildCard(a);
+    state.approvals.set(a.approvalId, { data: a, card });
+    $('approval-list').append(card);
+    $('approvals').hidden = false;
+    tickTimers();
+  }
+
+  function removeApproval(id) {
+    state.decided.add(id);
+    const entry = state.approvals.get(id);
+    if (!entry) return;
+    const hadFocus = entry.card.contains(document.activeElement);
+    entry.card.remove();
+    state.approvals.delete(id);
+    $('approvals').hidden = state.approvals.size === 0;
+    if (hadFocus) $('session-title').focus();
+  }
+
+  function buildCard(a) {
+    const n = ++cardSeq;
+    const card = $('approval-tpl').content.firstElementChild.cloneNode(true);
+    const q = (s) => card.querySelector(s);
+    card.dataset.approval = a.approvalId;
+    card.dataset.call = a.toolCallId;
+    const titleId = 'a-title-' + n;
+    q('.a-title').id = titleId;
+    card.setAttribute('aria-labelledby', titleId);
+    q('.a-title').textContent = clip(actionSummary(a.action) || 'Flagged action', 200);
+    q('.a-timer').dataset.deadline = str(a.deadline);
+
+    // The screenshot with the marker, positioned in the image's own pixels
+    // as fractions of its size, so it follows the image when it scales.
+    const img = q('.a-shot');
+    const marker = q('.a-marker');
+    const editMarker = q('.edit-marker');
+    const m = pt(a.marker) || pt(a.action && a.action.at);
+    img.alt = 'Screenshot shown with the request' + (m ? '; a marker shows the target at (' + Math.round(m.x) + ', ' + Math.round(m.y) + ')' : '');
+    const place = (mk, p) => {
+      if (!p || !img.naturalWidth || !img.naturalHeight) { mk.hidden = true; return; }
+      mk.style.left = (100 * p.x / img.naturalWidth) + '%';
+      mk.style.top = (100 * p.y / img.naturalHeight) + '%';
+      mk.hidden = false;
+    };
+    img.addEventListener('load', () => { place(marker, m); place(editMarker, card._edit); });
+    const src = shotURL(a.shot, a.session);
+    if (src) img.src = src; else q('.a-shot-wrap').hidden = true;
+    q('.a-where').textContent = m ? 'Target at (' + Math.round(m.x) + ', ' + Math.round(m.y) + ') in screenshot pixels.' : 'No point on the screen.';
+
+    q('.a-rule-name').textContent = a.rule || '(none)';
+    q('.a-reason').textContent = a.reason || '(none given)';
+    for (const c of a.safety) {
+      if (!c || typeof c !== 'object') continue;
+      q('.a-rule').append(el('dt', { text: 'Safety check' }),
+        el('dd', { text: clip([str(c.code), str(c.message)].filter(Boolean).join(': ') || str(c.id), 500) }));
+    }
+    const dl = q('.a-target');
+    const t = a.target || {};
+    const rows = [
+      ['Role', t.role], ['Name', t.name], ['Element', t.tag], ['Input type', t.inputType],
+      ['Autocomplete', t.autocomplete], ['Link', t.href], ['Opens in', t.linkTarget],
+      ['Download', t.download ? 'yes' : ''], ['Form', [str(t.formMethod).toUpperCase(), str(t.formAction)].filter(Boolean).join(' ')],
+      ['Frame', t.frameUrl], ['Text', t.text],
+    ];
+    let any = false;
+    for (const [k, v] of rows) {
+      if (!str(v)) continue;
+      any = true;
+      dl.append(el('dt', { text: k }), el('dd', { class: 't-' + k.toLowerCase().replace(/\s+/g, '-'), text: clip(v, 500) }));
+    }
+    if (!any) dl.append(el('dt', { text: 'Element' }), el('dd', { text: 'nothing known' }));
+    q('.a-model').textContent = a.modelText;
+
+    // Labels need ids of their own per card.
+    const link = (labelSel, inputSel, id) => { q(inputSel).id = id + n; q(labelSel).htmlFor = id + n; };
+    link('.deny-label', '.deny-reason', 'deny-reason-');
+    link('.ex-label', '.edit-x', 'edit-x-');
+    link('.ey-label', '.edit-y', 'edit-y-');
+    link('.et-label', '.edit-text', 'edit-text-');
+
+    const kind = str(a.action && a.action.kind);
+    const hasText = a.action && (kind === 'type' || typeof a.action.text === 'string' && a.action.text !== '');
+    const hasPoint = !!pt(a.action && a.action.at) || !!m;
+    q('.edit-point').hidden = !hasPoint;
+    q('.edit-point-hint').hidden = !hasPoint;
+    q('.edit-text-row').hidden = !hasText;
+    if (hasPoint && m) { q('.edit-x').value = Math.round(m.x); q('.edit-y').value = Math.round(m.y); }
+    if (hasText) q('.edit-text').value = str(a.action.text);
+    if (!hasPoint && !hasText) q('.edit-toggle').hidden = true;
+
+    const setEdit = (p) => {
+      card._edit = p;
+      q('.edit-x').value = p.x;
+      q('.edit-y').value = p.y;
+      place(editMarker, p);
+    };
+    q('.edit-toggle').addEventListener('click', () => {
+      const open = q('.a-edit').hidden;
+      q('.a-edit').hidden = !open;
+      q('.edit-toggle').setAttribute('aria-expanded', String(open));
+      q('.a-shot-wrap').classList.toggle('editing', open && hasPoint);
+      if (!open) { card._edit = null; editMarker.hidden = true; }
+      if (open) (hasPoint ? q('.edit-x') : q('.edit-text')).focus();
+    });
+    img.addEventListener('click', (ev) => {
+      if (q('.a-edit').hidden || !hasPoint) return;
+      const p = imagePoint(img, ev);
+      if (p) setEdit(p);
+    });
+    for (const s of ['.edit-x', '.edit-y']) {
+      q(s).addEventListener('input', () => {
+        const p = { x: Number(q('.edit-x').value), y: Number(q('.edit-y').value) };
+        if (Number.isFinite(p.x) && Number.isFinite(p.y)) { card._edit = p; place(editMarker, p); }
+      });
+    }
+
+    q('.approve').addEventListener('click', () => decide(a, card, { decision: 'approve' }));
+    q('.deny').addEventListener('click', () => decide(a, card, { decision: 'deny', reason: q('.deny-reason').value.trim() }));
+    q('.deny-reason').addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') { ev.preventDefault(); q('.deny').click(); }
+    });
+    q('.edit-send').addEventListener('click', () => {
+      const edit = {};
+      if (hasPoint) {
+        const x = Number(q('.edit-x').value), y = Number(q('.edit-y').value);
+        if (!Number.isFinite(x) || !Number.isFinite(y) || q('.edit-x').value === '' || q('.edit-y').value === '') {
+          q('.a-error').textContent = 'Enter both x and y.';
+          return;
+        }
+        if (!m || x !== Math.round(m.x) || y !== Math.round(m.y)) edit.at = { x, y };
+      }
+      if (hasText && q('.edit-text').value !== str(a.action.text)) edit.text = q('.edit-text').value;
+      if (!edit.at && edit.text === undefined) {
+        q('.a-error').textContent = 'Nothing was changed; use Approve instead.';
+        return;
+      }
+      decide(a, card, { decision: 'edit', edit });
+    });
+    return card;
+  }
+
+  async function decide(a, card, body) {
+    const err = card.querySelector('.a-error');
+    err.textContent = '';
+    const buttons = card.querySelectorAll('button');
+    for (const b of buttons) b.disabled = true;
+    try {
+      await api('POST', '/approvals/' + seg(a.approvalId), body);
+      removeApproval(a.approvalId);
+      announce(body.decision === 'deny' ? 'Denied.' : 'Approved.');
+      refreshLists();
+    } catch (e) {
+      if (e instanceof AuthError) return;
+      if (e instanceof APIError && e.status === 409) {
+        removeApproval(a.approvalId);
+        announce('That request was already decided.');
+        return;
+      }
+      err.textContent = 'Could not send the decision: ' + errText(e);
+      for (const b of buttons) b.disabled = false;
+    }
+  }
+
+  function tickTimers() {
+    const now = Date.now();
+    for (const t of document.querySelectorAll('.a-timer')) {
+      const d = new Date(t.dataset.deadline || '');
+      if (isNaN(d) || d.getFullYear() < 2000) { t.textContent = 'No deadline'; continue; }
+      const left = Math.ceil((d - now) / 1000);
+      if (left <= 0) {
+        t.textContent = 'Time is up: counts as a denial';
+        t.classList.add('expired');
+        continue;
+      }
+      const mm = Math.floor(left / 60), ss = String(left % 60).padStart(2, '0');
+      t.textContent = 'Decide within ' + mm + ':' + ss;
+      t.setAttribute('aria-label', 'Time left to decide: ' + mm + ' minutes ' + ss + ' seconds');
+    }
+  }
+
+  // ---- new task -------------------------------------------------------------
+
+  async function startTask(ev) {
+    ev.preventDefault();
+    const f = ev.target;
+    const err = $('nt-error');
+    err.textContent = '';
+    const task = f.task.value.trim();
+    if (!task) { err.textContent = 'Describe the task.'; return; }
+    const body = {
+      title: clip(task, 80),
+      messages: [{ role: 'user', content: task }],
+      model: { provider: f.provider.value.trim() },
+      approvals: { supervise: f.supervise.value },
+    };
+    if (f.model.value.trim()) body.model.name = f.model.value.trim();
+    if (f.start_url.value.trim()) body.start_url = f.start_url.value.trim();
+    const steps = Number(f.max_steps.value);
+    if (Number.isInteger(steps) && steps > 0) body.max_steps = steps;
+    const submit = f.querySelector('button[type=submit]');
+    submit.disabled = true;
+    try {
+      const id = await createSession(body);
+      f.reset();
+      location.hash = '#/session/' + seg(id);
+      refreshLists();
+    } catch (e) {
+      if (!(e instanceof AuthError)) err.textContent = 'Could not start: ' + errText(e);
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
+  // createSession sends PUT /session and resolves with the new session's id
+  // as soon as it is known.
+  async function createSession(body) {
+    const id = await streamRequest('PUT', '/session', body);
+    if (!id) throw new Error('the server did not name the session');
+    return id;
+  }
+
+  // sendMessage continues the open session with the operator's message.
+  async function sendMessage(ev) {
+    ev.preventDefault();
+    const id = state.current;
+    const text = $('msg-text').value.trim();
+    $('msg-error').textContent = '';
+    if (!id || !text) return;
+    const submit = $('msg-form').querySelector('button[type=submit]');
+    submit.disabled = true;
+    try {
+      await streamRequest('POST', '/session/' + seg(id), { messages: [{ role: 'user', content: text }] });
+      $('msg-text').value = '';
+    } catch (e) {
+      if (!(e instanceof AuthError)) $('msg-error').textContent = 'Could not send: ' + errText(e);
+    } finally {
+      submit.disabled = false;
+    }
+  }
+
+  // streamRequest sends a request the server answers with an SSE stream
+  // (PUT /session, POST /session/:id). It resolves once the answer starts,
+  // with the session id from X-Session-Id or the stream's session event
+  // ('' if neither names one); the rest of the stream is read to its end in
+  // the background, since the live view follows the session's own events.
+  async function streamRequest(method, path, body) {
+    const r = await fetch(path, {
+      method,
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream', 'X-CSRF-Token': csrfToken() },
+      body: JSON.stringify(body),
+    });
+    if (r.status === 401) { showLogin(); throw new AuthError('not logged in'); }
+    if (!r.ok) {
+      let msg = '';
+      try { msg = str((await r.json()).error); } catch (_) { /* not JSON */ }
+      throw new APIError(r.status, msg || r.statusText);
+    }
+    let id = r.headers.get('X-Session-Id') || '';
+    const reader = r.body ? r.body.getReader() : null;
+    if (!reader || id) {
+      if (reader) reader.read().then(function more(x) { return x.done ? null : reader.read().then(more); }).catch(() => {});
+      return id;
+    }
+    const dec = new TextDecoder();
+    let buf = '';
+    let resolveID;
+    const named = new Promise((res) => { resolveID = res; });
+    const drain = async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        if (id) continue;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while (!id && (i = buf.search(/\r?\n\r?\n/)) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i).replace(/^\r?\n\r?\n/, '');
+          let type = 'message', data = '';
+          for (const line of block.split(/\r?\n/)) {
+            if (line.startsWith('event:')) type = line.slice(6).trim();
+            else if (line.startsWith('data:')) data += line.slice(5).replace(/^ /, '');
+          }
+          if (type === 'session') {
+            try { id = str(JSON.parse(data).sessionId); } catch (_) { /* keep looking */ }
+            if (id) resolveID(id);
+          }
+        }
+      }
+    };
+    const finished = drain().catch(() => {});
+    return Promise.race([named, finished.then(() => id)]);
+  }
+
+  document.addEventListener('DOMContentLoaded', boot);
+})();

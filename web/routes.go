@@ -1,0 +1,537 @@
+package web
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/store"
+	"github.com/spotter-harness/spotter/web/session"
+)
+
+// Route is one route of the server, for docs and tests.
+type Route struct{ Method, Path string }
+
+// Routes lists every route that needs credentials.
+var Routes = []Route{
+	{"GET", "/sessions"},
+	{"PUT", "/session"},
+	{"GET", "/session/:id"},
+	{"POST", "/session/:id"},
+	{"GET", "/session/:id/events"},
+	{"GET", "/session/:id/shots/*name"},
+	{"GET", "/session/:id/screen"},
+	{"POST", "/session/:id/stop"},
+	{"POST", "/session/:id/takeover"},
+	{"POST", "/session/:id/input"},
+	{"GET", "/approvals"},
+	{"POST", "/approvals/:id"},
+	{"GET", "/audit"},
+	{"POST", "/logout"},
+	{"POST", "/executor/sessions"},
+	{"POST", "/executor/sessions/:id/call"},
+	{"GET", "/executor/sessions/:id/calls/:callId"},
+	{"DELETE", "/executor/sessions/:id"},
+}
+
+// maxWait bounds the long-poll of executor calls.
+const maxWait = 10 * time.Minute
+
+func (s *Server) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	s.cop = http.NewCrossOriginProtection()
+	e := gin.New()
+	e.Use(gin.Recovery(), s.crossSite)
+	e.HandleMethodNotAllowed = true
+	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
+	e.NoRoute(s.static)
+
+	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"ok": true}) })
+	e.GET("/login", s.static)
+	e.POST("/login", s.login)
+
+	handlers := map[string]gin.HandlerFunc{
+		"GET /sessions":                            s.listSessions,
+		"PUT /session":                             s.createSession,
+		"GET /session/:id":                         s.history,
+		"POST /session/:id":                        s.postSession,
+		"GET /session/:id/events":                  s.events,
+		"GET /session/:id/shots/*name":             s.shot,
+		"GET /session/:id/screen":                  s.screen,
+		"POST /session/:id/stop":                   s.stop,
+		"POST /session/:id/takeover":               s.takeover,
+		"POST /session/:id/input":                  s.input,
+		"GET /approvals":                           s.listApprovals,
+		"POST /approvals/:id":                      s.decide,
+		"GET /audit":                               s.audit,
+		"POST /logout":                             s.logout,
+		"POST /executor/sessions":                  s.execCreate,
+		"POST /executor/sessions/:id/call":         s.execCall,
+		"GET /executor/sessions/:id/calls/:callId": s.execResult,
+		"DELETE /executor/sessions/:id":            s.execDelete,
+	}
+	auth := e.Group("/", s.authenticate)
+	for _, r := range Routes {
+		auth.Handle(r.Method, r.Path, handlers[r.Method+" "+r.Path])
+	}
+	return e
+}
+
+// static serves the panel's assets, which hold no data, to anyone; every
+// other unknown path is a JSON 404.
+func (s *Server) static(c *gin.Context) {
+	if c.Request.Method != http.MethodGet && c.Request.Method != http.MethodHead {
+		abort(c, http.StatusNotFound, "not found")
+		return
+	}
+	name := strings.TrimPrefix(path.Clean(c.Request.URL.Path), "/")
+	if name == "" || name == "login" {
+		name = "index.html"
+	}
+	b, err := fs.ReadFile(s.assets, name)
+	if err != nil {
+		abort(c, http.StatusNotFound, "not found")
+		return
+	}
+	ct := map[string]string{".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+		".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}[path.Ext(name)]
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	c.Header("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Cache-Control", "no-cache")
+	c.Data(http.StatusOK, ct, b)
+}
+
+// fail answers err: only the packages' sentinels reach the client as text;
+// anything else is logged and answered "internal error".
+func (s *Server) fail(c *gin.Context, err error) {
+	var mbe *http.MaxBytesError
+	code, msg := http.StatusInternalServerError, "internal error"
+	switch {
+	case errors.As(err, &mbe):
+		code, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBody)
+	case errors.Is(err, session.ErrBadRequest), errors.Is(err, errBadJSON):
+		code, msg = http.StatusBadRequest, err.Error()
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		code, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, session.ErrConflict), errors.Is(err, store.ErrConflict), errors.Is(err, session.ErrNoTakeover):
+		code, msg = http.StatusConflict, err.Error()
+	case errors.Is(err, context.Canceled):
+		code, msg = 499, "request canceled"
+	default:
+		s.log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
+	}
+	abort(c, code, msg)
+}
+
+var errBadJSON = errors.New("bad JSON body")
+
+// bind decodes a JSON body strictly.
+func bind(c *gin.Context, v any) error {
+	dec := json.NewDecoder(c.Request.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: empty body", errBadJSON)
+		}
+		return fmt.Errorf("%w: %v", errBadJSON, err)
+	}
+	return nil
+}
+
+func (s *Server) session(c *gin.Context) (*session.Session, bool) {
+	ss, err := s.mgr.Get(c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return nil, false
+	}
+	return ss, true
+}
+
+func (s *Server) listSessions(c *gin.Context) {
+	recs, err := s.mgr.Sessions(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for i := range recs {
+		recs[i].State = nil
+	}
+	if recs == nil {
+		recs = []store.Session{}
+	}
+	c.JSON(http.StatusOK, gin.H{"sessions": recs})
+}
+
+func (s *Server) createSession(c *gin.Context) {
+	var spec session.Spec
+	if err := bind(c, &spec); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ss, err := s.mgr.Create(c, session.KindAgent, spec, actor(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("X-Session-Id", ss.ID())
+	s.stream(c, ss, 0, true)
+}
+
+func (s *Server) postSession(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	var body struct {
+		Messages []session.InMessage `json:"messages"`
+	}
+	if err := bind(c, &body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	after := ss.LastSeq()
+	if err := ss.Post(c, body.Messages, actor(c)); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.stream(c, ss, after, true)
+}
+
+func (s *Server) history(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	h, err := ss.History(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h)
+}
+
+func (s *Server) events(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	after := c.Query("after")
+	if after == "" {
+		after = c.GetHeader("Last-Event-ID")
+	}
+	var n int64
+	if after != "" {
+		var err error
+		if n, err = strconv.ParseInt(after, 10, 64); err != nil || n < 0 {
+			abort(c, http.StatusBadRequest, "after: want a sequence number")
+			return
+		}
+	}
+	s.stream(c, ss, n, false)
+}
+
+// stream writes the session's events after seq after as SSE. With
+// untilStop it ends after the next turn_stop (or at once when no run is
+// going and everything was sent); otherwise it follows until the client
+// leaves. The client leaving never stops the session.
+func (s *Server) stream(c *gin.Context, ss *session.Session, after int64, untilStop bool) {
+	w := c.Writer
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for {
+		evs, changed := ss.Events(after)
+		for _, e := range evs {
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, e.Data)
+			after = e.Seq
+			if untilStop && e.Type == session.EventTurnStop {
+				w.Flush()
+				return
+			}
+		}
+		w.Flush()
+		if untilStop && len(evs) == 0 && !ss.Busy() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+			w.Flush()
+		case <-c.Request.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *Server) shot(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	name := strings.TrimPrefix(c.Param("name"), "/")
+	clean := path.Clean(name)
+	if clean != name || strings.HasPrefix(clean, "..") || !strings.Contains(clean, "/shots/") {
+		abort(c, http.StatusNotFound, "not found")
+		return
+	}
+	c.Header("Cache-Control", "private, max-age=86400, immutable")
+	c.File(filepath.Join(ss.Dir(), filepath.FromSlash(clean)))
+}
+
+func (s *Server) screen(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	shot, ok := ss.Shot()
+	if !ok {
+		abort(c, http.StatusNotFound, "no screenshot yet")
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Data(http.StatusOK, "image/"+string(shot.Frame.Format), shot.Data)
+}
+
+func (s *Server) stop(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	if err := ss.Stop(c, actor(c)); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "stopping"})
+}
+
+func (s *Server) takeover(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	var body struct {
+		Active *bool `json:"active"`
+	}
+	if err := bind(c, &body); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if body.Active == nil {
+		abort(c, http.StatusBadRequest, "active is required")
+		return
+	}
+	if err := ss.Takeover(c, *body.Active, actor(c)); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"active": *body.Active})
+}
+
+func (s *Server) input(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	var a actions.Action
+	if err := bind(c, &a); err != nil {
+		s.fail(c, err)
+		return
+	}
+	shot, err := ss.Input(c, a, actor(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"screenshot": shotJSON(shot.Data, string(shot.Frame.Format)), "frame": shot.Frame})
+}
+
+func shotJSON(data []byte, format string) gin.H {
+	return gin.H{"mimeType": "image/" + format, "data": base64.StdEncoding.EncodeToString(data)}
+}
+
+func (s *Server) listApprovals(c *gin.Context) {
+	as, err := s.st.Approvals(c, store.ApprovalFilter{Session: c.Query("session"), Status: c.Query("status")})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if as == nil {
+		as = []store.Approval{}
+	}
+	c.JSON(http.StatusOK, gin.H{"approvals": as})
+}
+
+func (s *Server) decide(c *gin.Context) {
+	var d session.Decision
+	if err := bind(c, &d); err != nil {
+		s.fail(c, err)
+		return
+	}
+	a, err := s.st.Approval(c, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ss, err := s.mgr.Get(a.Session)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := ss.Decide(c, a.ID, d, actor(c)); err != nil {
+		s.fail(c, err)
+		return
+	}
+	a, err = s.st.Approval(c, a.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, a)
+}
+
+func (s *Server) audit(c *gin.Context) {
+	log, err := s.st.AuditLog(c, c.Query("session"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if log == nil {
+		log = []store.Audit{}
+	}
+	c.JSON(http.StatusOK, gin.H{"audit": log})
+}
+
+func (s *Server) execCreate(c *gin.Context) {
+	var spec session.Spec
+	if err := bind(c, &spec); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ss, err := s.mgr.Create(c, session.KindExecutor, spec, actor(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	shot, err := ss.First(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": ss.ID(), "screenshot": shotJSON(shot.Data, string(shot.Frame.Format)), "frame": shot.Frame})
+}
+
+func waitOf(c *gin.Context) (time.Duration, error) {
+	q := c.Query("wait")
+	if q == "" {
+		return 60 * time.Second, nil
+	}
+	d, err := time.ParseDuration(q)
+	if err != nil {
+		if n, nerr := strconv.Atoi(q); nerr == nil {
+			d, err = time.Duration(n)*time.Second, nil
+		}
+	}
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: wait %q: want a duration such as 30s", session.ErrBadRequest, q)
+	}
+	return min(d, maxWait), nil
+}
+
+func (s *Server) execCall(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	wait, err := waitOf(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	raw, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !json.Valid(raw) {
+		abort(c, http.StatusBadRequest, "the call is not JSON")
+		return
+	}
+	res, err := ss.Call(c, raw, wait)
+	s.execAnswer(c, res, err)
+}
+
+func (s *Server) execResult(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	wait, err := waitOf(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	res, err := ss.CallResult(c, c.Param("callId"), wait)
+	s.execAnswer(c, res, err)
+}
+
+func (s *Server) execAnswer(c *gin.Context, res session.ExecResult, err error) {
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if !res.Done {
+		status := "running"
+		if res.ApprovalID != "" {
+			status = "pending_approval"
+		}
+		c.JSON(http.StatusAccepted, gin.H{"status": status, "approvalId": res.ApprovalID, "toolCallId": res.CallID})
+		return
+	}
+	out := gin.H{"status": "done", "toolCallId": res.CallID, "result": res.Native, "frame": res.Frame}
+	if res.Error != "" {
+		out["error"] = res.Error
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) execDelete(c *gin.Context) {
+	ss, ok := s.session(c)
+	if !ok {
+		return
+	}
+	if ss.Kind() != session.KindExecutor {
+		abort(c, http.StatusConflict, "not an executor session")
+		return
+	}
+	if err := ss.Stop(c, actor(c)); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "stopped"})
+}

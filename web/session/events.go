@@ -1,0 +1,132 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/store"
+)
+
+// Event types of a session's stream (docs/API.md, "SSE streams").
+const (
+	EventSession           = "session"
+	EventTextDelta         = "text_delta"
+	EventToolCall          = "tool_call"
+	EventPermissionRequest = "permission_request"
+	EventToolResult        = "tool_result"
+	EventApprovalDecided   = "approval_decided"
+	EventTakeover          = "takeover"
+	EventTurnStop          = "turn_stop"
+)
+
+// Stop reasons of turn_stop.
+const (
+	StopToolUse  = "tool_use"
+	StopEndTurn  = "end_turn"
+	StopMaxSteps = "max_steps"
+	StopError    = "error"
+)
+
+// ToolCallEvent is the data of tool_call.
+type ToolCallEvent struct {
+	ToolCallID string           `json:"toolCallId"`
+	Name       string           `json:"name"`
+	Input      json.RawMessage  `json:"input"`
+	Actions    []actions.Action `json:"actions,omitempty"`
+	Error      string           `json:"error,omitempty"` // the call did not decode
+}
+
+// Content is one part of a tool result.
+type Content struct {
+	Type     string `json:"type"` // text or image
+	Text     string `json:"text,omitempty"`
+	MimeType string `json:"mimeType,omitempty"`
+	URL      string `json:"url,omitempty"`
+}
+
+// ToolResultEvent is the data of tool_result, and the content of a tool
+// message in the history.
+type ToolResultEvent struct {
+	ToolCallID string    `json:"toolCallId"`
+	IsError    bool      `json:"isError"`
+	Content    []Content `json:"content"`
+}
+
+// PermissionRequest is the data of permission_request and what an
+// approval's Request holds: what the human is shown.
+type PermissionRequest struct {
+	ToolCallID string         `json:"toolCallId"`
+	ApprovalID string         `json:"approvalId"`
+	Index      int            `json:"index"`
+	Rule       string         `json:"rule"`
+	Reason     string         `json:"reason"`
+	Action     actions.Action `json:"action"`
+	Target     any            `json:"target,omitempty"`
+	Marker     *actions.Point `json:"marker,omitempty"` // in the pixels of Shot
+	Shot       string         `json:"shot,omitempty"`   // URL of the screenshot the model saw
+	ModelText  string         `json:"modelText,omitempty"`
+	Safety     any            `json:"safetyChecks,omitempty"`
+	Deadline   time.Time      `json:"deadline"`
+}
+
+// DecidedEvent is the data of approval_decided.
+type DecidedEvent struct {
+	ApprovalID string `json:"approvalId"`
+	ToolCallID string `json:"toolCallId"`
+	Status     string `json:"status"`
+	By         string `json:"by"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// TurnStopEvent is the data of turn_stop.
+type TurnStopEvent struct {
+	StopReason string `json:"stopReason"`
+	Error      string `json:"error,omitempty"`
+}
+
+// emit stores an event and then hands it to the session's subscribers.
+// Events are stored before anyone sees them, so a stream can always be
+// replayed from the store.
+func (s *Session) emit(typ string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		s.log.Error("encode event", "type", typ, "err", err)
+		return
+	}
+	s.emitMu.Lock()
+	defer s.emitMu.Unlock()
+	e := store.Event{Session: s.id, Type: typ, Data: b, Time: time.Now().UTC()}
+	if err := s.m.st.AppendEvent(context.WithoutCancel(s.m.base), &e); err != nil {
+		s.log.Error("store event", "type", typ, "err", err)
+		return
+	}
+	s.evMu.Lock()
+	s.events = append(s.events, e)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.evMu.Unlock()
+}
+
+// Events returns the session's events after seq after, and a channel that
+// is closed when more arrive.
+func (s *Session) Events(after int64) ([]store.Event, <-chan struct{}) {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	i := len(s.events)
+	for i > 0 && s.events[i-1].Seq > after {
+		i--
+	}
+	return append([]store.Event(nil), s.events[i:]...), s.changed
+}
+
+// LastSeq returns the seq of the session's latest event.
+func (s *Session) LastSeq() int64 {
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if len(s.events) == 0 {
+		return 0
+	}
+	return s.events[len(s.events)-1].Seq
+}

@@ -1,0 +1,1068 @@
+// Package session runs the sessions of `spotter serve`: each session owns a
+// display, a model and a goroutine running the harness loop, and turns what
+// the loop does into the events of the session protocol (docs/API.md). It
+// stores every event before anyone sees it, keeps the state needed to
+// resume a session after the process dies, holds approvals until a human
+// decides them, and lets an operator take over the display.
+//
+// A Manager owns every session and every goroutine they start; Close stops
+// them. Decisions on approvals reach a session only through Decide and Post,
+// which the HTTP layer calls for authenticated people: nothing the model or
+// an application-side tool returns can decide an approval.
+package session
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/approvals"
+	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/store"
+)
+
+// Errors a client may see.
+var (
+	// ErrNotFound is an unknown session or approval.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict says the session is not waiting for what was sent.
+	ErrConflict = errors.New("conflict")
+	// ErrStopped marks a session a person stopped.
+	ErrStopped = errors.New("session stopped")
+	// errShutdown is the cause of runs cancelled by Manager.Close; their
+	// sessions resume when the server starts again.
+	errShutdown = errors.New("server shutting down")
+)
+
+// A Display is a harness.Display the session must close.
+type Display interface {
+	harness.Display
+	Close(ctx context.Context) error
+}
+
+// Config configures a Manager.
+type Config struct {
+	Store store.Store // required
+	Dir   string      // required: the sessions' files go to Dir/<id>/
+	// NewModel builds a session's model; image is the size of the
+	// screenshots it is sent. Required for agent sessions.
+	NewModel func(ctx context.Context, s Spec, image screen.Size) (harness.Model, error)
+	// NewDisplay opens a session's display. Required.
+	NewDisplay func(ctx context.Context, s Spec) (Display, error)
+	// ApprovalTimeout is how long an approval waits for a human before it
+	// counts as denied, unless the session's rules name a timeout; default
+	// approvals.DefaultTimeout.
+	ApprovalTimeout time.Duration
+	Logger          *slog.Logger // nil: slog.Default()
+}
+
+// Manager owns the sessions of a server.
+type Manager struct {
+	cfg  Config
+	st   store.Store
+	log  *slog.Logger
+	base context.Context // parent of every run; cancelled by Close
+	stop context.CancelCauseFunc
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	closed   bool
+}
+
+// New returns a Manager. Call Restore to load stored sessions, and Close
+// to stop every session's goroutines.
+func New(cfg Config) (*Manager, error) {
+	if cfg.Store == nil || cfg.Dir == "" || cfg.NewDisplay == nil {
+		return nil, errors.New("session: Config needs a Store, a Dir and NewDisplay")
+	}
+	base, stop := context.WithCancelCause(context.Background())
+	return &Manager{
+		cfg: cfg, st: cfg.Store, log: cmp.Or(cfg.Logger, slog.Default()),
+		base: base, stop: stop, sessions: map[string]*Session{},
+	}, nil
+}
+
+// Close stops every run, closes every display and waits for the
+// sessions' goroutines. Sessions keep their stored status, so that a
+// later Restore resumes them.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	m.stop(errShutdown)
+	m.wg.Wait()
+	var errs []error
+	for _, s := range ss {
+		errs = append(errs, s.closeDisplay(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Get returns a session.
+func (m *Manager) Get(id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	return s, nil
+}
+
+// Create makes a session from spec and starts its first turn (an agent
+// session with user messages) or its executor loop. by is who asked, for
+// the audit log.
+func (m *Manager) Create(ctx context.Context, kind string, spec Spec, by string) (*Session, error) {
+	if err := spec.defaults(kind); err != nil {
+		return nil, err
+	}
+	id, err := newID("s")
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	title := spec.Title
+	if title == "" && len(spec.Messages) > 0 {
+		title = clip(spec.Messages[0].text(), 80)
+	}
+	rec := store.Session{ID: id, Kind: kind, Title: title, Status: store.StatusIdle, Config: cfg,
+		URL: spec.StartURL, Created: now, Updated: now}
+	s := m.newSession(rec, spec)
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("session directory: %w", err)
+	}
+	if kind == KindAgent {
+		if m.cfg.NewModel == nil {
+			return nil, errors.New("session: no model builder configured")
+		}
+		model, err := m.cfg.NewModel(ctx, spec, spec.image())
+		if err != nil {
+			return nil, fmt.Errorf("%w: model: %v", ErrBadRequest, err)
+		}
+		s.model = model
+	}
+	if s.rules, err = m.rules(spec); err != nil {
+		return nil, err
+	}
+	// The display opens before the session exists, so that a browser
+	// that cannot start fails the request instead of the session.
+	if err := s.openDisplay(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.st.CreateSession(ctx, rec); err != nil {
+		_ = s.closeDisplay(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	m.audit(ctx, by, "create", id, "", map[string]any{"kind": kind, "title": title})
+	if err := m.add(s); err != nil {
+		_ = s.closeDisplay(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	s.emit(EventSession, map[string]string{"sessionId": id})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case KindAgent:
+		if len(spec.Messages) > 0 {
+			var task []string
+			for _, msg := range spec.Messages {
+				s.appendMessage("user", msg.Content, "")
+				task = append(task, msg.text())
+			}
+			s.start(strings.Join(task, "\n\n"), nil)
+		}
+	case KindExecutor:
+		s.exec = newExecModel()
+		s.model = s.exec
+		s.start("", nil)
+	}
+	return s, nil
+}
+
+func (m *Manager) add(s *Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errShutdown
+	}
+	m.sessions[s.id] = s
+	return nil
+}
+
+func (m *Manager) rules(spec Spec) (approvals.Rules, error) { return rulesOf(spec) }
+
+// Sessions lists the stored sessions, newest first.
+func (m *Manager) Sessions(ctx context.Context) ([]store.Session, error) {
+	return m.st.Sessions(ctx)
+}
+
+// audit appends an audit entry, logging a failure.
+func (m *Manager) audit(ctx context.Context, actor, action, session, subject string, detail any) {
+	a := store.Audit{Time: time.Now().UTC(), Actor: actor, Action: action, Session: session, Subject: subject}
+	if detail != nil {
+		b, err := json.Marshal(detail)
+		if err == nil {
+			a.Detail = b
+		}
+	}
+	if err := m.st.AppendAudit(context.WithoutCancel(ctx), &a); err != nil {
+		m.log.Error("audit", "action", action, "err", err)
+	}
+}
+
+// Audit appends an entry to the audit log (logins, for instance).
+func (m *Manager) Audit(ctx context.Context, actor, action, session, subject string, detail any) {
+	m.audit(ctx, actor, action, session, subject, detail)
+}
+
+// Call states, for deciding when a turn waits on the client.
+const (
+	callOpen       = iota // the server owes it an answer
+	callClient            // waiting for the client's result
+	callPermission        // waiting for a human's decision
+	callDone              // answered
+)
+
+type callState struct {
+	name   string
+	client bool
+	state  int
+}
+
+// Session is one session. Its methods are safe for concurrent use.
+type Session struct {
+	m    *Manager
+	id   string
+	kind string
+	spec Spec
+	dir  string
+	log  *slog.Logger
+
+	emitMu  sync.Mutex // orders appends to the event stream
+	evMu    sync.Mutex // guards events and changed
+	events  []store.Event
+	changed chan struct{}
+
+	model harness.Model
+	rules approvals.Rules
+	exec  *execModel // executor sessions only
+
+	dispMu sync.Mutex // serializes opening the display
+
+	mu         sync.Mutex
+	rec        store.Session
+	saved      savedState
+	running    bool
+	cancel     context.CancelCauseFunc
+	disp       *guard
+	step       int // model turns in the current run
+	calls      map[string]*callState
+	callOrder  []string
+	stopSent   bool // a turn_stop tool_use was sent and nothing was delivered since
+	answers    map[string]clientAnswer
+	waiters    map[string]chan clientAnswer
+	pending    map[string]*pending // approvals, by id
+	denied     map[string]bool     // calls a human (or the timeout) refused
+	shotFrames map[string]string   // frame id -> shot name, for permission requests
+	lastShot   string
+}
+
+func (m *Manager) newSession(rec store.Session, spec Spec) *Session {
+	return &Session{
+		m: m, id: rec.ID, kind: rec.Kind, spec: spec, rec: rec,
+		dir:     filepath.Join(m.cfg.Dir, rec.ID),
+		log:     m.log.With("session", rec.ID),
+		changed: make(chan struct{}),
+		answers: map[string]clientAnswer{}, waiters: map[string]chan clientAnswer{},
+		pending: map[string]*pending{}, denied: map[string]bool{}, shotFrames: map[string]string{},
+	}
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Kind returns KindAgent or KindExecutor.
+func (s *Session) Kind() string { return s.kind }
+
+// Spec returns what the session was created with.
+func (s *Session) Spec() Spec { return s.spec }
+
+// Dir returns the directory of the session's files.
+func (s *Session) Dir() string { return s.dir }
+
+// Record returns the session's stored record.
+func (s *Session) Record() store.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec
+}
+
+// savedState is what a session keeps in store.Session.State to resume.
+type savedState struct {
+	Model json.RawMessage `json:"model,omitempty"` // harness.Stateful
+	Task  string          `json:"task,omitempty"`  // the task of a run that has not had a turn yet
+	Run   *savedRun       `json:"run,omitempty"`   // the turn being answered
+	Runs  int             `json:"runs"`            // trace directories used
+	// Frames are the latest frames the model was sent, oldest first.
+	Frames []screen.Frame `json:"frames,omitempty"`
+}
+
+type savedRun struct {
+	Dir  string        `json:"dir"`
+	Step int           `json:"step"`
+	Turn savedTurn     `json:"turn"`
+	Done []savedResult `json:"done,omitempty"`
+}
+
+type savedTurn struct {
+	Text  string      `json:"text,omitempty"`
+	Stop  string      `json:"stop,omitempty"`
+	Calls []savedCall `json:"calls"`
+}
+
+type savedCall struct {
+	ID           string                `json:"id"`
+	Name         string                `json:"name"`
+	Actions      []actions.Action      `json:"actions,omitempty"`
+	Space        screen.Space          `json:"space"`
+	FrameID      string                `json:"frameId,omitempty"`
+	DecodeErr    string                `json:"decodeErr,omitempty"`
+	SafetyChecks []harness.SafetyCheck `json:"safetyChecks,omitempty"`
+	Input        json.RawMessage       `json:"input,omitempty"`
+	Raw          json.RawMessage       `json:"raw,omitempty"`
+}
+
+type savedResult struct {
+	CallID string       `json:"callId"`
+	Ran    int          `json:"ran,omitempty"`
+	Err    string       `json:"err,omitempty"`
+	Notes  []string     `json:"notes,omitempty"`
+	Output string       `json:"output,omitempty"`
+	Shot   string       `json:"shot,omitempty"` // relative to the session's directory
+	Frame  screen.Frame `json:"frame,omitzero"`
+}
+
+const maxFrames = 16
+
+// save writes the session record with its saved state. s.mu is held.
+func (s *Session) save() {
+	st, err := json.Marshal(s.saved)
+	if err != nil {
+		s.log.Error("encode session state", "err", err)
+		return
+	}
+	s.rec.State = st
+	s.rec.Updated = time.Now().UTC()
+	if err := s.m.st.UpdateSession(context.WithoutCancel(s.m.base), s.rec); err != nil {
+		s.log.Error("store session", "err", err)
+	}
+}
+
+// appendMessage stores a history message. s.mu is held.
+func (s *Session) appendMessage(role string, content any, callID string) {
+	var b json.RawMessage
+	switch c := content.(type) {
+	case json.RawMessage:
+		b = c
+	default:
+		var err error
+		if b, err = json.Marshal(c); err != nil {
+			s.log.Error("encode message", "err", err)
+			return
+		}
+	}
+	if len(b) == 0 {
+		b = json.RawMessage(`""`)
+	}
+	msg := store.Message{Session: s.id, Role: role, Content: b, CallID: callID, Time: time.Now().UTC()}
+	if err := s.m.st.AppendMessage(context.WithoutCancel(s.m.base), &msg); err != nil {
+		s.log.Error("store message", "err", err)
+	}
+}
+
+func (s *Session) putCall(c store.ToolCall) {
+	c.Session = s.id
+	c.Updated = time.Now().UTC()
+	if c.Created.IsZero() {
+		c.Created = c.Updated
+	}
+	if err := s.m.st.PutToolCall(context.WithoutCancel(s.m.base), c); err != nil {
+		s.log.Error("store tool call", "err", err)
+	}
+}
+
+// setCallStatus updates a stored call's status, keeping the rest.
+func (s *Session) setCallStatus(id, status string, result any) {
+	calls, err := s.m.st.ToolCalls(context.WithoutCancel(s.m.base), s.id)
+	if err != nil {
+		s.log.Error("read tool calls", "err", err)
+		return
+	}
+	for _, c := range calls {
+		if c.ID == id {
+			c.Status = status
+			if result != nil {
+				if b, err := json.Marshal(result); err == nil {
+					c.Result = b
+				}
+			}
+			s.putCall(c)
+			return
+		}
+	}
+}
+
+// start begins a run in a goroutine the Manager owns. s.mu is held and no
+// run is active.
+func (s *Session) start(task string, resume *harness.Resume) {
+	s.running = true
+	s.rec.Status = store.StatusRunning
+	s.rec.Error = ""
+	s.step = 0
+	if resume != nil {
+		s.step = resume.Step
+	} else {
+		s.saved.Task = task
+	}
+	s.saved.Runs++
+	dir := fmt.Sprintf("t%d", s.saved.Runs)
+	s.save()
+	ctx, cancel := context.WithCancelCause(s.m.base)
+	s.cancel = cancel
+	s.m.wg.Go(func() {
+		defer cancel(nil)
+		s.run(ctx, dir, task, resume)
+	})
+}
+
+// run drives the harness loop for one run of the session.
+func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Resume) {
+	if err := s.openDisplay(ctx); err != nil {
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()})
+		return
+	}
+	tw, err := trace.Create(filepath.Join(s.dir, dir))
+	if err != nil {
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	disp := s.disp
+	s.mu.Unlock()
+	cfg := harness.Config{
+		Model:     &turnModel{s: s, inner: s.model, dir: dir},
+		Display:   disp,
+		Task:      task,
+		Policy:    *s.spec.Policy,
+		Capture:   screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
+		MaxSteps:  s.spec.MaxSteps,
+		Approver:  s,
+		OnEvent:   func(e trace.Event) { s.onEvent(dir, e) },
+		Resume:    resume,
+		Trace:     tw,
+		ModelName: strings.Trim(s.spec.Model.Provider+"/"+s.spec.Model.Name, "/"),
+		Logger:    s.log,
+	}
+	if len(s.spec.Tools) > 0 {
+		cfg.Client = clientTools{s}
+	}
+	if s.kind == KindExecutor {
+		cfg.MaxSteps = 1 << 20
+		cfg.RepeatWarn, cfg.RepeatStop = 1<<30, 1<<30
+		cfg.ModelName = "executor/" + s.spec.Provider
+	}
+	out, err := harness.Run(ctx, cfg)
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil && out.Err == "" {
+		out = harness.Outcome{Stop: harness.StopError, Err: err.Error()}
+	}
+	s.finish(ctx, out)
+	if errors.Is(context.Cause(ctx), ErrStopped) {
+		if err := s.closeDisplay(context.WithoutCancel(ctx)); err != nil {
+			s.log.Warn("close display", "err", err)
+		}
+	}
+}
+
+// Busy reports whether a run is going: a stream that waits for the next
+// turn_stop will get one.
+func (s *Session) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
+}
+
+// finish records how a run ended and emits its turn_stop. A run cancelled
+// by the server's shutdown records nothing, so that it resumes.
+func (s *Session) finish(ctx context.Context, out harness.Outcome) {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, errShutdown) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = false
+	s.calls, s.callOrder = nil, nil
+	s.saved.Run, s.saved.Task = nil, ""
+	clear(s.answers)
+	stop := TurnStopEvent{Error: out.Err}
+	switch out.Stop {
+	case harness.StopEndTurn, harness.StopRefusal, harness.StopPause:
+		stop.StopReason = StopEndTurn
+		s.rec.Status = store.StatusIdle
+	case harness.StopMaxSteps:
+		stop.StopReason = StopMaxSteps
+		s.rec.Status = store.StatusFailed
+	default:
+		stop.StopReason = StopError
+		s.rec.Status = store.StatusFailed
+	}
+	if errors.Is(cause, ErrStopped) {
+		stop.Error = ErrStopped.Error()
+		s.rec.Status = store.StatusStopped
+	}
+	s.rec.Error = stop.Error
+	if s.exec != nil {
+		s.exec.end(cmp.Or(stop.Error, "the executor session ended"))
+	}
+	if sm, ok := s.model.(harness.Stateful); ok {
+		if b, err := sm.MarshalState(); err == nil {
+			s.saved.Model = b
+		}
+	}
+	s.save()
+	s.emit(EventTurnStop, stop)
+}
+
+// Stop cancels the session's run and closes its display.
+func (s *Session) Stop(ctx context.Context, by string) error {
+	s.mu.Lock()
+	running, cancel := s.running, s.cancel
+	if !running {
+		s.rec.Status = store.StatusStopped
+		s.save()
+	}
+	s.mu.Unlock()
+	s.m.audit(ctx, by, "stop", s.id, "", nil)
+	if running {
+		cancel(ErrStopped)
+		return nil
+	}
+	return s.closeDisplay(ctx)
+}
+
+// turnModel wraps a session's model: every turn it returns is saved (for
+// resuming) and announced (text_delta, tool_call) before the loop acts on
+// any of its calls, so every tool_call of a turn comes first.
+type turnModel struct {
+	s     *Session
+	inner harness.Model
+	dir   string
+}
+
+func (t *turnModel) Next(ctx context.Context, in harness.Input) (harness.Turn, error) {
+	turn, err := t.inner.Next(ctx, in)
+	if err != nil {
+		return turn, err
+	}
+	t.s.onTurn(t.dir, turn)
+	return turn, nil
+}
+
+// onTurn records a new turn of the model and emits its events.
+func (s *Session) onTurn(dir string, turn harness.Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.step++
+	s.rec.Step++
+	s.saved.Task = ""
+	if sm, ok := s.model.(harness.Stateful); ok {
+		if b, err := sm.MarshalState(); err != nil {
+			s.log.Error("save model state", "err", err)
+		} else {
+			s.saved.Model = b
+		}
+	}
+	st := savedTurn{Text: turn.Text, Stop: string(turn.Stop)}
+	s.calls = map[string]*callState{}
+	s.callOrder = nil
+	s.stopSent = false
+	clear(s.answers)
+	var evs []ToolCallEvent
+	for _, c := range turn.Calls {
+		sc := savedCall{ID: c.ID, Name: c.Name, Actions: c.Actions, Space: c.Space, FrameID: c.FrameID,
+			SafetyChecks: c.SafetyChecks, Input: c.Input, Raw: validJSON(c.Raw)}
+		ev := ToolCallEvent{ToolCallID: c.ID, Name: c.Name, Input: c.Input, Actions: c.Actions}
+		if c.DecodeErr != nil {
+			sc.DecodeErr = c.DecodeErr.Error()
+			ev.Error = sc.DecodeErr
+		}
+		if len(ev.Input) == 0 {
+			ev.Input = rawInput(c.Raw)
+		}
+		st.Calls = append(st.Calls, sc)
+		client := s.spec.hasTool(c.Name) && c.DecodeErr == nil && turn.Stop != harness.StopMaxTokens
+		cs := &callState{name: c.Name, client: client, state: callOpen}
+		status := store.CallPending
+		if client {
+			cs.state, status = callClient, store.CallClient
+		}
+		s.calls[c.ID] = cs
+		s.callOrder = append(s.callOrder, c.ID)
+		s.putCall(store.ToolCall{ID: c.ID, Step: s.rec.Step, Name: c.Name, Input: ev.Input, Status: status})
+		evs = append(evs, ev)
+	}
+	s.saved.Run = &savedRun{Dir: dir, Step: s.step, Turn: st}
+	s.save()
+	s.appendMessage("assistant", assistantContent{Text: turn.Text, ToolCalls: evs}, "")
+	if turn.Text != "" {
+		s.emit(EventTextDelta, map[string]string{"text": turn.Text})
+	}
+	for _, ev := range evs {
+		s.emit(EventToolCall, ev)
+	}
+	s.maybeStop()
+}
+
+// assistantContent is the content of an assistant message in the history.
+type assistantContent struct {
+	Text      string          `json:"text"`
+	ToolCalls []ToolCallEvent `json:"toolCalls,omitempty"`
+}
+
+// onEvent turns the loop's trace events into session state and events.
+func (s *Session) onEvent(dir string, e trace.Event) {
+	if s.m.base.Err() != nil {
+		// The server is shutting down: results made of cancellations are
+		// not the calls' real answers, and the turn resumes on restart.
+		return
+	}
+	switch e.Type {
+	case trace.TypeRunStart, trace.TypeNote:
+		if e.Frame.ID != "" {
+			s.mu.Lock()
+			s.noteFrame(dir, e)
+			s.save()
+			s.mu.Unlock()
+		}
+	case trace.TypeResult:
+		s.onResult(dir, e)
+	}
+}
+
+// noteFrame remembers a frame the model was sent. s.mu is held.
+func (s *Session) noteFrame(dir string, e trace.Event) {
+	name := ""
+	if e.Shot != "" {
+		name = dir + "/" + e.Shot
+		s.shotFrames[e.Frame.ID] = name
+		if !e.Frame.Zoomed() {
+			s.lastShot = name
+		}
+		fi, _ := os.Stat(filepath.Join(s.dir, filepath.FromSlash(name)))
+		var size int64
+		if fi != nil {
+			size = fi.Size()
+		}
+		if err := s.m.st.PutShot(context.WithoutCancel(s.m.base), store.Shot{Session: s.id, Name: name,
+			FrameID: e.Frame.ID, Step: s.rec.Step, Bytes: size, Time: time.Now().UTC()}); err != nil {
+			s.log.Error("store shot", "err", err)
+		}
+	}
+	if e.Frame.URL != "" && !strings.HasPrefix(e.Frame.URL, "about:") && !e.Frame.Zoomed() {
+		s.rec.URL = e.Frame.URL
+	}
+	fr := append(s.saved.Frames, e.Frame)
+	if len(fr) > maxFrames {
+		fr = fr[len(fr)-maxFrames:]
+	}
+	s.saved.Frames = fr
+}
+
+// ShotURL is where a session's screenshot file is served.
+func ShotURL(session, name string) string { return "/session/" + session + "/shots/" + name }
+
+func (s *Session) onResult(dir string, e trace.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.Frame.ID != "" {
+		s.noteFrame(dir, e)
+	}
+	sr := savedResult{CallID: e.CallID, Ran: e.Ran, Err: e.Error, Notes: e.Notes, Output: e.Text, Frame: e.Frame}
+	res := ToolResultEvent{ToolCallID: e.CallID, IsError: e.Error != ""}
+	status := store.CallDone
+	switch {
+	case e.Client:
+		text := e.Text
+		if e.Error != "" {
+			text = e.Error
+		}
+		res.Content = []Content{{Type: "text", Text: text}}
+	default:
+		text := "ok"
+		if e.Error != "" {
+			text = e.Error
+		}
+		if len(e.Notes) > 0 {
+			text += "\n" + strings.Join(e.Notes, "\n")
+		}
+		res.Content = []Content{{Type: "text", Text: text}}
+		if e.Shot != "" {
+			sr.Shot = dir + "/" + e.Shot
+			res.Content = append(res.Content, Content{Type: "image", MimeType: mimeType(e.Shot), URL: ShotURL(s.id, sr.Shot)})
+		}
+	}
+	switch {
+	case s.denied[e.CallID]:
+		status = store.CallDenied
+	case e.Error != "":
+		status = store.CallFailed
+	}
+	if s.saved.Run != nil {
+		s.saved.Run.Done = append(s.saved.Run.Done, sr)
+	}
+	if c := s.calls[e.CallID]; c != nil {
+		c.state = callDone
+	}
+	s.save()
+	s.setCallStatus(e.CallID, status, res)
+	s.appendMessage("tool", res, e.CallID)
+	if !e.Client {
+		s.emit(EventToolResult, res)
+	}
+	s.maybeStop()
+}
+
+// maybeStop emits turn_stop tool_use when everything the turn still owes
+// waits on the client: application-side results or a human's decision
+// (a display call waiting for permission holds back the ones after it).
+// s.mu is held.
+func (s *Session) maybeStop() {
+	if s.stopSent || s.calls == nil || s.kind == KindExecutor {
+		return
+	}
+	waiting := false
+	for _, id := range s.callOrder {
+		c := s.calls[id]
+		switch {
+		case c.state == callDone:
+			continue
+		case c.client:
+			waiting = true
+			continue
+		}
+		// The first display call not yet answered is the one the loop is
+		// on; later ones wait behind it.
+		if c.state != callPermission {
+			return
+		}
+		waiting = true
+		break
+	}
+	if !waiting {
+		return
+	}
+	// Check the remaining display calls: only the first open one matters.
+	for _, id := range s.callOrder {
+		c := s.calls[id]
+		if c.client || c.state == callDone {
+			continue
+		}
+		if c.state != callPermission {
+			return
+		}
+		break
+	}
+	s.stopSent = true
+	s.rec.Status = store.StatusWaiting
+	s.save()
+	s.emit(EventTurnStop, TurnStopEvent{StopReason: StopToolUse})
+}
+
+// clientAnswer is an application-side tool's result from the client.
+type clientAnswer struct {
+	text    string
+	isError bool
+}
+
+// clientTools hands application-side calls to the session's client.
+type clientTools struct{ s *Session }
+
+func (c clientTools) Has(name string) bool { return c.s.spec.hasTool(name) }
+
+func (c clientTools) Run(ctx context.Context, call harness.Call) (string, error) {
+	s := c.s
+	s.mu.Lock()
+	if a, ok := s.answers[call.ID]; ok {
+		delete(s.answers, call.ID)
+		s.mu.Unlock()
+		return a.result()
+	}
+	ch := make(chan clientAnswer, 1)
+	s.waiters[call.ID] = ch
+	s.mu.Unlock()
+	select {
+	case a := <-ch:
+		return a.result()
+	case <-ctx.Done():
+		s.mu.Lock()
+		delete(s.waiters, call.ID)
+		s.mu.Unlock()
+		return "", context.Cause(ctx)
+	}
+}
+
+func (a clientAnswer) result() (string, error) {
+	if a.isError {
+		return "", errors.New(a.text)
+	}
+	return a.text, nil
+}
+
+// Post delivers a client's messages: user messages start a new run,
+// tool messages answer application-side calls and tool_permission
+// messages decide approvals. Nothing is applied unless all of it fits
+// what the session waits for (ErrConflict otherwise).
+func (s *Session) Post(ctx context.Context, msgs []InMessage, by string) error {
+	if len(msgs) == 0 {
+		return bad("no messages")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kind != KindAgent {
+		return fmt.Errorf("%w: an executor session takes calls, not messages", ErrConflict)
+	}
+	if s.rec.Status == store.StatusStopped {
+		return fmt.Errorf("%w: the session is stopped", ErrConflict)
+	}
+	var users []InMessage
+	seen := map[string]bool{}
+	perms := map[string]*pending{}
+	for _, m := range msgs {
+		switch m.Role {
+		case "user":
+			users = append(users, m)
+			continue
+		case "tool", "tool_permission":
+		default:
+			return bad("message role %q: want user, tool or tool_permission", m.Role)
+		}
+		if m.ToolCallID == "" || seen[m.ToolCallID] {
+			return bad("every tool and tool_permission message needs a distinct toolCallId")
+		}
+		seen[m.ToolCallID] = true
+		c := s.calls[m.ToolCallID]
+		if m.Role == "tool" {
+			if c == nil || !c.client || c.state != callClient {
+				return fmt.Errorf("%w: no application-side call %q is waiting for a result", ErrConflict, m.ToolCallID)
+			}
+			continue
+		}
+		p := s.pendingFor(m.ToolCallID)
+		if p == nil {
+			return fmt.Errorf("%w: no permission is pending for call %q", ErrConflict, m.ToolCallID)
+		}
+		if m.Edit != nil && m.Granted == false {
+			return bad("an edit needs granted: true")
+		}
+		perms[m.ToolCallID] = p
+	}
+	if len(users) > 0 && (s.running || len(seen) > 0) {
+		return fmt.Errorf("%w: the session is busy with a turn; answer its calls first", ErrConflict)
+	}
+	for _, m := range msgs {
+		switch m.Role {
+		case "tool":
+			s.calls[m.ToolCallID].state = callDone
+			a := clientAnswer{text: m.text(), isError: m.IsError}
+			if ch, ok := s.waiters[m.ToolCallID]; ok {
+				delete(s.waiters, m.ToolCallID)
+				ch <- a
+			} else {
+				s.answers[m.ToolCallID] = a
+			}
+		case "tool_permission":
+			d := Decision{Decision: "deny", Reason: m.Reason}
+			if m.Granted {
+				d.Decision = "approve"
+				if m.Edit != nil {
+					d.Decision, d.Edit = "edit", m.Edit
+				}
+			}
+			if err := s.decideLocked(ctx, perms[m.ToolCallID], d, by); err != nil {
+				return err
+			}
+		}
+	}
+	s.stopSent = false
+	if len(users) > 0 {
+		var task []string
+		for _, m := range users {
+			s.appendMessage("user", m.Content, "")
+			task = append(task, m.text())
+		}
+		s.start(strings.Join(task, "\n\n"), nil)
+		return nil
+	}
+	s.maybeStop()
+	return nil
+}
+
+// History is a session's stored history (GET /session/:id).
+type History struct {
+	Session   store.Session    `json:"session"`
+	Messages  []HistoryMessage `json:"messages"`
+	ToolCalls []store.ToolCall `json:"toolCalls"`
+	Approvals []store.Approval `json:"approvals"`
+	LastSeq   int64            `json:"lastSeq"`
+}
+
+// HistoryMessage is one message of a history, in the protocol's shape.
+type HistoryMessage struct {
+	Seq        int64           `json:"seq"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []ToolCallEvent `json:"toolCalls,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+	Time       time.Time       `json:"time"`
+}
+
+// History reads the session's history from the store.
+func (s *Session) History(ctx context.Context) (History, error) {
+	h := History{Session: s.Record(), LastSeq: s.LastSeq()}
+	h.Session.State = nil
+	msgs, err := s.m.st.Messages(ctx, s.id)
+	if err != nil {
+		return h, err
+	}
+	for _, m := range msgs {
+		hm := HistoryMessage{Seq: m.Seq, Role: m.Role, Content: m.Content, ToolCallID: m.CallID, Time: m.Time}
+		switch m.Role {
+		case "assistant":
+			var ac assistantContent
+			if json.Unmarshal(m.Content, &ac) == nil {
+				hm.Content, _ = json.Marshal(ac.Text)
+				hm.ToolCalls = ac.ToolCalls
+			}
+		case "tool":
+			var r ToolResultEvent
+			if json.Unmarshal(m.Content, &r) == nil {
+				hm.Content, _ = json.Marshal(r.Content)
+				hm.IsError = r.IsError
+			}
+		}
+		h.Messages = append(h.Messages, hm)
+	}
+	if h.ToolCalls, err = s.m.st.ToolCalls(ctx, s.id); err != nil {
+		return h, err
+	}
+	if h.Approvals, err = s.m.st.Approvals(ctx, store.ApprovalFilter{Session: s.id}); err != nil {
+		return h, err
+	}
+	h.Messages = nonNil(h.Messages)
+	h.ToolCalls = nonNil(h.ToolCalls)
+	h.Approvals = nonNil(h.Approvals)
+	return h, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Shot returns the newest screenshot of the session: the display's live
+// one when it is open, else the last stored file.
+func (s *Session) Shot() (screen.Shot, bool) {
+	s.mu.Lock()
+	g, last := s.disp, s.lastShot
+	s.mu.Unlock()
+	if g != nil {
+		if shot, ok := g.latest(); ok {
+			return shot, true
+		}
+	}
+	if last == "" {
+		return screen.Shot{}, false
+	}
+	b, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(last)))
+	if err != nil {
+		return screen.Shot{}, false
+	}
+	return screen.Shot{Data: b, Frame: screen.Frame{Format: screen.Format(strings.TrimPrefix(filepath.Ext(last), "."))}}, true
+}
+
+func newID(prefix string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return prefix + hex.EncodeToString(b[:]), nil
+}
+
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+func mimeType(name string) string {
+	if strings.HasSuffix(name, ".jpg") || strings.HasSuffix(name, ".jpeg") {
+		return "image/jpeg"
+	}
+	return "image/png"
+}
+
+func validJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}
+
+// rawInput picks the arguments out of a provider's raw call: the input of
+// an Anthropic tool_use, the action(s) of an OpenAI computer_call, the args
+// of a Gemini functionCall; else the raw call itself.
+func rawInput(raw json.RawMessage) json.RawMessage {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(raw, &v) != nil {
+		return validJSON(raw)
+	}
+	for _, k := range []string{"input", "actions", "action", "args", "arguments"} {
+		if b, ok := v[k]; ok {
+			return b
+		}
+	}
+	if fc, ok := v["functionCall"]; ok {
+		return rawInput(fc)
+	}
+	return raw
+}

@@ -1,0 +1,220 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// Session kinds.
+const (
+	KindAgent    = "agent"    // the server runs the model
+	KindExecutor = "executor" // the client runs its own loop and posts calls
+)
+
+// Supervision modes (ApprovalSpec.Supervise).
+const (
+	SuperviseFlagged = "flagged" // the rules decide (the default)
+	SuperviseAll     = "all"     // every action waits for a human
+	SuperviseNone    = "none"    // nothing waits, except provider safety checks
+)
+
+// Spec is what a client asks for when it creates a session: the body of
+// PUT /session (or POST /executor/sessions). It is stored with the session
+// and holds no secrets: keys come from the server's environment.
+type Spec struct {
+	Title     string             `json:"title,omitempty"`
+	Messages  []InMessage        `json:"messages,omitempty"`
+	Tools     []harness.ToolSpec `json:"tools,omitempty"`
+	Model     ModelSpec          `json:"model"`
+	Display   DisplaySpec        `json:"display"`
+	StartURL  string             `json:"start_url,omitempty"`
+	Policy    *actions.Policy    `json:"policy,omitempty"`
+	Approvals ApprovalSpec       `json:"approvals"`
+	MaxSteps  int                `json:"max_steps,omitempty"`
+	// Provider names the wire format of an executor session's calls:
+	// anthropic, openai or gemini.
+	Provider string `json:"provider,omitempty"`
+}
+
+// ModelSpec names the model a session's loop talks to.
+type ModelSpec struct {
+	Provider  string `json:"provider"`
+	Name      string `json:"name,omitempty"`
+	BaseURL   string `json:"base_url,omitempty"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+}
+
+// DisplaySpec is the browser viewport.
+type DisplaySpec struct {
+	Width  int     `json:"width,omitempty"`  // CSS px, default 1280
+	Height int     `json:"height,omitempty"` // CSS px, default 800
+	DPR    float64 `json:"dpr,omitempty"`    // default 1
+}
+
+// Size returns the viewport size.
+func (d DisplaySpec) Size() screen.Size { return screen.Size{W: d.Width, H: d.Height} }
+
+// ApprovalSpec says what needs a human.
+type ApprovalSpec struct {
+	Supervise string `json:"supervise,omitempty"` // flagged (default), all or none
+	// Confirm lists action kinds that always wait for a human, on top of
+	// the rules.
+	Confirm []actions.Kind `json:"confirm,omitempty"`
+	// Rules are approval rules in the YAML schema of package approvals,
+	// as JSON; empty means the default rules.
+	Rules json.RawMessage `json:"rules,omitempty"`
+}
+
+// InMessage is one entry of the messages array of PUT /session and
+// POST /session/:id.
+type InMessage struct {
+	Role       string          `json:"role"` // user, tool or tool_permission
+	Content    json.RawMessage `json:"content,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+	Granted    bool            `json:"granted,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	Edit       *Edit           `json:"edit,omitempty"`
+}
+
+// Edit replaces an action a human approved: At in the pixels of the
+// screenshot shown with the request, or Text.
+type Edit struct {
+	At   *actions.Point `json:"at,omitempty"`
+	Text *string        `json:"text,omitempty"`
+}
+
+// text returns a message's content as plain text: a JSON string as is,
+// an array of {"type":"text","text"} parts joined, anything else as JSON.
+func (m InMessage) text() string {
+	if len(m.Content) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(m.Content, &parts) == nil {
+		out := ""
+		for _, p := range parts {
+			if p.Type == "text" || p.Type == "" {
+				if out != "" {
+					out += "\n"
+				}
+				out += p.Text
+			}
+		}
+		return out
+	}
+	return string(m.Content)
+}
+
+// ErrBadRequest marks a request the client must change.
+var ErrBadRequest = errors.New("bad request")
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// defaults fills in a Spec's defaults and checks it.
+func (s *Spec) defaults(kind string) error {
+	if s.Display.Width == 0 && s.Display.Height == 0 {
+		s.Display.Width, s.Display.Height = 1280, 800
+	}
+	if s.Display.DPR == 0 {
+		s.Display.DPR = 1
+	}
+	switch {
+	case s.Display.Width < 200 || s.Display.Height < 200 || s.Display.Width > 3840 || s.Display.Height > 2160:
+		return bad("display %dx%d is outside 200x200..3840x2160", s.Display.Width, s.Display.Height)
+	case s.Display.DPR < 0.5 || s.Display.DPR > 4:
+		return bad("display dpr %g is outside 0.5..4", s.Display.DPR)
+	case s.MaxSteps < 0 || s.MaxSteps > 1000:
+		return bad("max_steps %d is outside 1..1000", s.MaxSteps)
+	}
+	if s.MaxSteps == 0 {
+		s.MaxSteps = 50
+	}
+	if s.StartURL == "" {
+		s.StartURL = "about:blank"
+	}
+	if s.StartURL != "about:blank" {
+		u, err := url.Parse(s.StartURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("start_url %q: want an http(s) URL or about:blank", s.StartURL)
+		}
+	}
+	switch s.Approvals.Supervise {
+	case "":
+		s.Approvals.Supervise = SuperviseFlagged
+	case SuperviseFlagged, SuperviseAll, SuperviseNone:
+	default:
+		return bad("approvals.supervise %q: want flagged, all or none", s.Approvals.Supervise)
+	}
+	if s.Policy == nil {
+		p := actions.Standard()
+		if u, err := url.Parse(s.StartURL); err == nil && u.Host != "" {
+			p.Hosts = []string{u.Host}
+		}
+		s.Policy = &p
+	}
+	names := map[string]bool{}
+	for _, t := range s.Tools {
+		if t.Name == "" || names[t.Name] {
+			return bad("tools: every tool needs a unique name (%q)", t.Name)
+		}
+		names[t.Name] = true
+		if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
+			return bad("tools: %s: input_schema is not JSON", t.Name)
+		}
+	}
+	switch kind {
+	case KindAgent:
+		if s.Model.Provider == "" {
+			return bad("model.provider is required")
+		}
+		for _, m := range s.Messages {
+			if m.Role != "user" {
+				return bad("a new session takes only user messages, not %q", m.Role)
+			}
+		}
+	case KindExecutor:
+		if !slices.Contains([]string{"anthropic", "openai", "gemini"}, s.Provider) {
+			return bad("provider %q: want anthropic, openai or gemini", s.Provider)
+		}
+		if len(s.Tools) > 0 || len(s.Messages) > 0 {
+			return bad("an executor session takes no tools or messages")
+		}
+	}
+	return nil
+}
+
+// image is the size of the screenshots the session's model is sent.
+func (s Spec) image() screen.Size {
+	switch {
+	case s.Provider != "":
+		return s.Display.Size()
+	case s.Model.Provider == "script":
+		return s.Display.Size()
+	}
+	return screen.RuleFor(s.Model.Provider, s.Model.Name).Fit(s.Display.Size())
+}
+
+// Image is the size of the screenshots the session's model is sent.
+func (s Spec) Image() screen.Size { return s.image() }
+
+// hasTool reports whether name is one of the spec's application-side tools.
+func (s Spec) hasTool(name string) bool {
+	return slices.ContainsFunc(s.Tools, func(t harness.ToolSpec) bool { return t.Name == name })
+}
