@@ -264,6 +264,9 @@ func checkJob(job batchv1.Job, pvc corev1.PersistentVolumeClaim, jobsConfigMap s
 	} else if n, _ := strconv.Atoi(m[1]); int32(n) != *s.Completions {
 		add("--shard's N is %d but completions is %d: shards would be lost or run twice", n, *s.Completions)
 	}
+	if v, ok := flag("--isolate"); !ok || v != "local" && v != "none" {
+		add("--isolate is %q; a pod has no containerd daemon, so it must be local or none (auto would pick local anyway)", v)
+	}
 	declared := false
 	for _, e := range c.Env {
 		if e.Name == "JOB_COMPLETION_INDEX" {

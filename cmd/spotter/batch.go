@@ -15,6 +15,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/spotter-harness/spotter/internal/batch"
+	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/isolate"
 )
 
 const batchUsage = `Usage: spotter batch JOBS.jsonl [flags]
@@ -36,7 +38,8 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "batch directory; the same one resumes a batch (default runs/JOBS-NAME)")
 	parallel := fs.Int("parallel", 1, "jobs to run at a time (each runs its own browser)")
-	isolation := fs.String("isolate", string(batch.Local), "where jobs run: local (child processes) or containerd (a sandbox per job)")
+	isolation := fs.String("isolate", "auto", isolateHelp)
+	memory := fs.Uint64("memory", 0, "memory limit of each containerd sandbox, in MiB (default 1024)")
 	shard := fs.String("shard", "", "I/N: run only shard I (0-based) of N, e.g. --shard $(JOB_COMPLETION_INDEX)/4")
 	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
 	progress := fs.String("progress", "auto", "auto (a bar on a terminal, JSON lines otherwise), bar, or json")
@@ -70,25 +73,27 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return exitError{2, err}
 	}
-	iso := batch.Isolation(*isolation)
-	runJob, err := jobRunner(iso)
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	iso, sbx, err := openSandboxes(ctx, *isolation, *memory, log)
 	if err != nil {
 		return exitError{2, err}
+	}
+	if sbx != nil {
+		defer sbx.Close(context.WithoutCancel(ctx))
 	}
 	name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", name)
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
-	}
 	host, _ := os.Hostname()
 	cfg := batch.Config{
-		Out: dir, Parallel: *parallel, Shard: sh, Isolation: iso, Runner: runJob,
-		Browser: *browser, Getenv: os.Getenv,
-		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Out: dir, Parallel: *parallel, Shard: sh, Isolation: batch.Isolation(iso), Sandboxes: sbx,
+		Browser: *browser, Getenv: os.Getenv, Logger: log,
 		Progress: stdout, Name: name, Hostname: host,
 	}
 	switch *progress {
@@ -126,20 +131,28 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// jobRunner picks how each job of a batch runs. Local runs the task in
-// this process (batch's default, runner.Run).
-//
-// Containerd: wire isolate/ here, returning a batch.RunFunc that runs the
-// task in a sandbox and writes its trace, report and result.json into
-// o.Out, as runner.Run does.
-func jobRunner(iso batch.Isolation) (batch.RunFunc, error) {
-	switch iso {
-	case batch.Local:
-		return nil, nil
-	case batch.Containerd:
-		return nil, errors.New("--isolate containerd is not available in this build yet")
+// isolateHelp describes the --isolate flag of run and batch.
+const isolateHelp = "where browsers run: containerd (a sandbox per task), local (a host browser behind the egress proxy), " +
+	"none (a host browser, no proxy), or auto (containerd when its daemon's socket exists, else local)"
+
+// openSandboxes resolves --isolate (auto: containerd when the daemon's
+// socket exists) and prepares its sandboxes: nil for none. For containerd
+// that removes what crashed runs left behind. The caller must close them.
+func openSandboxes(ctx context.Context, name string, memoryMiB uint64, log *slog.Logger) (string, *runner.Sandboxes, error) {
+	if name == "none" {
+		return name, nil, nil
 	}
-	return nil, fmt.Errorf("--isolate %q: want local or containerd", iso)
+	backend, err := isolate.Choose(name, os.Getenv("SPOTTER_CONTAINERD_SOCKET"))
+	if err != nil {
+		return "", nil, fmt.Errorf("--isolate: %w", err)
+	}
+	cfg := runner.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Logger: log}
+	cfg.Containerd.Socket = os.Getenv("SPOTTER_CONTAINERD_SOCKET")
+	sbx, err := runner.NewSandboxes(ctx, cfg)
+	if err != nil {
+		return "", nil, fmt.Errorf("--isolate %s: %w", backend, err)
+	}
+	return string(backend), sbx, nil
 }
 
 // terminal reports whether w is a terminal, and its width.

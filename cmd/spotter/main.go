@@ -2,9 +2,9 @@
 // browser through validated, policy-checked actions.
 //
 //	spotter version
-//	spotter run TASK.yaml [--out DIR] [--browser PATH]
+//	spotter run TASK.yaml [--out DIR] [--browser PATH] [--isolate containerd|local|none|auto]
 //	spotter run --provider P --model M --task "..." [--start-url U]
-//	spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N]
+//	spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N] [--isolate ...]
 //
 // Provider keys and endpoints come from the environment: ANTHROPIC_API_KEY,
 // OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, and the providers' base-URL
@@ -39,11 +39,11 @@ const usage = `spotter is a computer-use harness: a model proposes UI actions, S
 
 Usage:
   spotter version                              print the version
-  spotter run TASK.yaml [--out DIR] [--browser PATH]
+  spotter run TASK.yaml [--out DIR] [--browser PATH] [--isolate containerd|local|none|auto]
                                                run a task file and write its trace and report
   spotter run --provider P --model M --task "..." [--start-url U]
                                                run a one-off task with a real model
-  spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N] [--isolate local|containerd]
+  spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N] [--isolate containerd|local|none|auto]
                                                run a file of tasks, resumably; writes summary.json and junit.xml
 
 Run 'spotter run -h' for the flags of run.
@@ -127,6 +127,8 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	taskText := fs.String("task", "", "what the model should do (a one-off task without a task file)")
 	startURL := fs.String("start-url", "about:blank", "where a one-off task starts")
 	maxSteps := fs.Int("max-steps", 0, "step cap (default: the task file's, or 50)")
+	isolation := fs.String("isolate", "auto", isolateHelp)
+	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: spotter run TASK.yaml [flags]\n       spotter run --provider P --model M --task \"...\" [--start-url U] [flags]")
 		fs.PrintDefaults()
@@ -178,7 +180,14 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	res, err := runner.Run(ctx, t, runner.Options{Out: dir, Browser: *browser, Logger: log, Getenv: os.Getenv})
+	_, sbx, err := openSandboxes(ctx, *isolation, *memory, log)
+	if err != nil {
+		return exitError{2, err}
+	}
+	if sbx != nil {
+		defer sbx.Close(context.WithoutCancel(ctx))
+	}
+	res, err := runner.Run(ctx, t, runner.Options{Out: dir, Browser: *browser, Logger: log, Getenv: os.Getenv, Sandboxes: sbx})
 	if err != nil {
 		return exitError{2, err}
 	}

@@ -47,9 +47,13 @@ const (
 // Isolation says where a job runs.
 type Isolation string
 
-// Isolations. Local runs each job's browser as a child process of spotter;
-// Containerd runs each job in a sandbox, which needs a Config.Runner.
+// Isolations. None runs each job's browser as a child process of spotter,
+// with no egress proxy; Local does the same behind isolate/local's egress
+// proxy when Config.Sandboxes is set; Containerd runs each job in a
+// containerd sandbox of its own, which needs Config.Sandboxes (or a
+// Config.Runner).
 const (
+	None       Isolation = "none"
 	Local      Isolation = "local"
 	Containerd Isolation = "containerd"
 )
@@ -65,9 +69,14 @@ type Config struct {
 	Parallel int    // jobs at a time; default 1
 	Shard    Shard  // which part of the jobs to run; zero: all of them
 
-	// Isolation is recorded in the summary; Containerd requires Runner.
-	// Default Local.
+	// Isolation is recorded in the summary; Containerd requires
+	// Sandboxes or Runner. Default Local.
 	Isolation Isolation
+	// Sandboxes, if not nil, starts a sandbox for each job (passed to the
+	// runner as runner.Options.Sandboxes); its backend must be Isolation.
+	// Nil with Local isolation runs the browsers on the host without a
+	// proxy, as None does.
+	Sandboxes *runner.Sandboxes
 	// Runner runs one job. Nil means runner.Run in this process, which is
 	// only allowed with Local isolation. This is the hook for sandboxes:
 	// cmd/spotter sets it to a containerd-backed runner for Containerd.
@@ -288,16 +297,22 @@ func newBatch(cfg Config) (*batch, error) {
 		return nil, fmt.Errorf("batch: parallel %d is outside 1..256", cfg.Parallel)
 	}
 	switch b.isolation {
-	case Local:
-		if b.runJob == nil {
-			b.runJob = runner.Run
+	case None:
+		if cfg.Sandboxes != nil {
+			return nil, errors.New("batch: isolation none takes no Sandboxes")
 		}
-	case Containerd:
-		if b.runJob == nil {
-			return nil, errors.New("batch: containerd isolation needs a Runner")
+	case Local, Containerd:
+		if cfg.Sandboxes != nil && string(cfg.Sandboxes.Backend()) != string(b.isolation) {
+			return nil, fmt.Errorf("batch: isolation %s with sandboxes of %s", b.isolation, cfg.Sandboxes.Backend())
+		}
+		if b.isolation == Containerd && b.runJob == nil && cfg.Sandboxes == nil {
+			return nil, errors.New("batch: containerd isolation needs Sandboxes or a Runner")
 		}
 	default:
-		return nil, fmt.Errorf("batch: unknown isolation %q (want local or containerd)", b.isolation)
+		return nil, fmt.Errorf("batch: unknown isolation %q (want none, local or containerd)", b.isolation)
+	}
+	if b.runJob == nil {
+		b.runJob = runner.Run
 	}
 	b.progress = newProgress(cfg.Progress, cfg.Bar, cmp.Or(cfg.Width, 80))
 	return b, nil
@@ -358,6 +373,7 @@ func (b *batch) run(ctx context.Context, j Job) (JobResult, bool) {
 	start := time.Now()
 	res, err := b.runJob(ctx, j.Task, runner.Options{
 		Out: dir, Browser: b.cfg.Browser, Getenv: b.cfg.Getenv, Logger: b.log.With(logKeyJob, j.ID),
+		Sandboxes: b.cfg.Sandboxes,
 	})
 	elapsed := time.Since(start)
 	var r JobResult

@@ -401,7 +401,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"no out", batch.Config{Runner: f.run}, "Out is required"},
 		{"parallel", batch.Config{Out: dir, Parallel: 1000, Runner: f.run}, "parallel 1000"},
 		{"negative parallel", batch.Config{Out: dir, Parallel: -1, Runner: f.run}, "parallel -1"},
-		{"containerd without runner", batch.Config{Out: dir, Isolation: batch.Containerd}, "needs a Runner"},
+		{"containerd without runner", batch.Config{Out: dir, Isolation: batch.Containerd}, "needs Sandboxes or a Runner"},
 		{"unknown isolation", batch.Config{Out: dir, Isolation: "vm", Runner: f.run}, `unknown isolation "vm"`},
 		{"duplicate ids", batch.Config{Out: dir, Runner: f.run}, `two jobs with id "a"`},
 		{"out is a file", batch.Config{Out: writeFile(t, filepath.Join(dir, "file"), ""), Runner: f.run}, "create batch directory"},

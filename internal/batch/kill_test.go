@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -24,7 +25,9 @@ import (
 // six short demo jobs two at a time, kills it with SIGKILL once two jobs
 // have finished (and another is mid-run), and runs it again: the second run must skip exactly the
 // jobs that had finished, leave their results as they were, and finish
-// every other job. The browsers of the killed batch must not outlive it.
+// every other job. The browsers of the killed batch must not outlive it,
+// and with containerd, the re-run's start-up cleanup removes the killed
+// batch's containers, tasks, mounts, cgroups and state directories.
 func TestKilledBatchResumes(t *testing.T) {
 	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
 		t.Skip("set SPOTTER_INTEGRATION=1 to run batches against a real Chromium")
@@ -32,19 +35,30 @@ func TestKilledBatchResumes(t *testing.T) {
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Fatalf("no Chromium to run the batch on: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
 	bin := filepath.Join(t.TempDir(), "spotter")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/spotter-harness/spotter/cmd/spotter").CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/spotter-harness/spotter/cmd/spotter").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	for _, iso := range []string{"local", "containerd"} {
+		t.Run(iso, func(t *testing.T) { testKilledBatch(t, bin, iso) })
+	}
+}
+
+func testKilledBatch(t *testing.T, bin, iso string) {
+	if iso == "containerd" {
+		if fi, err := os.Stat(containerdSocket); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			t.Fatalf("containerd socket %s: %v (run .ci/containerd)", containerdSocket, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
 	const jobsFile = "testdata/demo-jobs.jsonl"
 	jobs, err := batch.Load(jobsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	args := []string{"batch", jobsFile, "--parallel", "2", "--out", dir, "--progress", "json"}
+	args := []string{"batch", jobsFile, "--parallel", "2", "--out", dir, "--progress", "json", "--isolate", iso}
 
 	// First run: kill -9 once two results exist.
 	first := exec.CommandContext(ctx, bin, args...)
@@ -56,6 +70,7 @@ func TestKilledBatchResumes(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- first.Wait() }() // read below, before the test ends
 	var browsers []int
+	sandboxes := map[string]bool{} // ids of the killed batch's containers
 	deadline := time.After(4 * time.Minute)
 	// Once two results exist, wait a little for a running job to have
 	// written part of its trace, so that the kill cuts one short mid-run.
@@ -69,6 +84,9 @@ func TestKilledBatchResumes(t *testing.T) {
 			break
 		}
 		browsers = append(browsers, descendants(first.Process.Pid)...)
+		for _, id := range sandboxesOf(first.Process.Pid) {
+			sandboxes[id] = true
+		}
 		select {
 		case err := <-exited:
 			t.Fatalf("the batch ended (%v) before it could be killed; stderr:\n%s", err, stderr.String())
@@ -109,7 +127,24 @@ func TestKilledBatchResumes(t *testing.T) {
 		}
 		return out
 	}
-	if len(browsers) == 0 {
+	if iso == "containerd" {
+		// Browsers run in the sandboxes, children of containerd's shims.
+		if len(sandboxes) == 0 {
+			t.Errorf("saw no sandbox of the batch; did it use containerd?")
+		}
+		t.Logf("sandboxes of the killed batch: %v", slices.Sorted(maps.Keys(sandboxes)))
+		// Those of the jobs cut short are still there: the re-run must
+		// remove them.
+		left := 0
+		for id := range sandboxes {
+			if slices.Contains(leftovers(ctx, id), "a container") {
+				left++
+			}
+		}
+		if left == 0 {
+			t.Errorf("the killed batch left no container behind; the kill came too late to test the clean-up")
+		}
+	} else if len(browsers) == 0 {
 		t.Errorf("saw no child processes of the batch; was a browser started?")
 	}
 	for wait := time.Now().Add(15 * time.Second); len(alive()) > 0 && time.Now().Before(wait); {
@@ -178,6 +213,72 @@ func TestKilledBatchResumes(t *testing.T) {
 	if _, err := os.Stat(junitPath); err != nil {
 		t.Errorf("junit.xml: %v", err)
 	}
+	if sum.Isolation != batch.Isolation(iso) {
+		t.Errorf("summary isolation = %q, want %q", sum.Isolation, iso)
+	}
+	if iso == "containerd" {
+		for id := range sandboxes {
+			for _, left := range leftovers(ctx, id) {
+				t.Errorf("after the re-run, the killed batch's sandbox %s left %s", id, left)
+			}
+		}
+	}
+}
+
+// containerd's socket and Spotter's namespace and state directory there.
+const (
+	containerdSocket = "/run/containerd/containerd.sock"
+	sandboxNamespace = "spotter"
+	sandboxStateDir  = "/run/spotter/isolate"
+)
+
+// sandboxesOf lists the sandboxes process pid made, from the owner files
+// of their state directories.
+func sandboxesOf(pid int) []string {
+	dirs, _ := filepath.Glob(filepath.Join(sandboxStateDir, "spotter-*"))
+	var out []string
+	for _, d := range dirs {
+		owner, err := os.ReadFile(filepath.Join(d, "owner"))
+		if err == nil && strings.HasPrefix(string(owner), strconv.Itoa(pid)+":") {
+			out = append(out, filepath.Base(d))
+		}
+	}
+	return out
+}
+
+// leftovers lists what sandbox id left behind: a container, a task or a
+// snapshot in containerd, a mount, a cgroup or a state directory.
+func leftovers(ctx context.Context, id string) []string {
+	var out []string
+	ctr := func(args ...string) string {
+		b, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", containerdSocket, "-n", sandboxNamespace}, args...)...).CombinedOutput()
+		if err != nil {
+			out = append(out, fmt.Sprintf("ctr %v failed: %v %s", args, err, b))
+		}
+		return string(b)
+	}
+	if strings.Contains(ctr("containers", "ls", "-q"), id) {
+		out = append(out, "a container")
+	}
+	if strings.Contains(ctr("tasks", "ls"), id) {
+		out = append(out, "a task")
+	}
+	if strings.Contains(ctr("snapshots", "ls"), id) {
+		out = append(out, "a snapshot")
+	}
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), id) {
+		out = append(out, "a mount")
+	}
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/*/" + sandboxNamespace + "/" + id); len(cg) > 0 {
+		out = append(out, fmt.Sprintf("cgroups %v", cg))
+	}
+	if cg, _ := filepath.Glob("/sys/fs/cgroup/" + sandboxNamespace + "/" + id); len(cg) > 0 {
+		out = append(out, fmt.Sprintf("cgroups %v", cg))
+	}
+	if _, err := os.Stat(filepath.Join(sandboxStateDir, id)); err == nil {
+		out = append(out, "its state directory")
+	}
+	return out
 }
 
 // results reads the result.json of every job that has one.

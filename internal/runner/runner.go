@@ -10,15 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/demo"
+	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/screen"
-	"github.com/spotter-harness/spotter/screen/cdp"
 )
 
 // Options are the run's surroundings, as opposed to the task itself.
@@ -32,6 +33,14 @@ type Options struct {
 	// Getenv supplies provider API keys and base URLs; cmd/spotter passes
 	// os.Getenv. Nil means no environment.
 	Getenv func(string) string
+	// Sandboxes, if not nil, runs the task's browser in a sandbox of its
+	// own, whose egress proxy allows the policy's hosts and the start URL's
+	// host (the demo app's address for demo tasks), and nothing else. Nil
+	// means a browser on the host, with no proxy.
+	Sandboxes *Sandboxes
+	// MemoryMiB limits the sandbox's memory; zero means the Sandboxes'
+	// default.
+	MemoryMiB uint64
 }
 
 // Result is what result.json holds.
@@ -46,6 +55,24 @@ type Result struct {
 	// Demo lists the demo app's stages completed and missing, for tasks
 	// that ran on it.
 	Demo *DemoState `json:"demo,omitempty"`
+	// Sandbox describes the run's sandbox, for sandboxed runs.
+	Sandbox *SandboxState `json:"sandbox,omitempty"`
+}
+
+// SandboxState is what a sandboxed run's sandbox did.
+type SandboxState struct {
+	Backend isolate.Backend `json:"backend"`
+	Egress  egress.Policy   `json:"egress"`
+	// Allowed and Refused count the egress proxy's decisions; each one is
+	// a note in the trace.
+	Allowed int `json:"egress_allowed"`
+	Refused int `json:"egress_refused"`
+	// Restarts has a note for each time the sandbox died and was started
+	// anew.
+	Restarts []string `json:"restarts,omitempty"`
+	// FirstShot is how long the sandbox took from its start to the first
+	// screenshot.
+	FirstShot time.Duration `json:"first_shot_ns"`
 }
 
 // DemoState is the demo app's progress at the end of a run.
@@ -94,21 +121,44 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		}
 	}
 
-	disp, err := cdp.Open(ctx, cdp.Config{Exec: o.Browser, Viewport: viewport, DPR: t.Display.DPR, Logger: log})
-	if err != nil {
-		return res, err
-	}
-	defer disp.Close(context.WithoutCancel(ctx))
-	// The start URL is the operator's choice, so it is not subject to the
-	// model's policy.
-	if err := disp.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: startURL}}); err != nil {
-		return res, fmt.Errorf("open %s: %w", startURL, err)
-	}
-
 	tw, err := trace.Create(o.Out)
 	if err != nil {
 		return res, err
 	}
+	closeTrace := sync.OnceValue(tw.Close)
+	defer closeTrace()
+	// Egress decisions and restarts come from other goroutines than the
+	// loop's; the trace writer is safe for that.
+	note := func(text string) { tw.Write(trace.Event{Type: trace.TypeNote, Text: text}) }
+	req := DisplayRequest{
+		Viewport: viewport, DPR: t.Display.DPR, Browser: o.Browser, StartURL: startURL,
+		Sandboxes: o.Sandboxes, OnNote: note, Logger: log,
+	}
+	var mu sync.Mutex
+	var state *SandboxState // counted under mu
+	if o.Sandboxes != nil {
+		req.Sandbox = isolate.Config{Name: t.Name, MemoryMiB: o.MemoryMiB, Logger: log}
+		req.Egress = EgressFor(policy.Hosts, startURL)
+		state = &SandboxState{Backend: o.Sandboxes.Backend(), Egress: req.Egress}
+		req.OnDecision = func(d egress.Decision) {
+			mu.Lock()
+			if d.Allowed {
+				state.Allowed++
+			} else {
+				state.Refused++
+			}
+			mu.Unlock()
+			note(decisionNote(d))
+		}
+	}
+	// The start URL is the operator's choice, so it is not subject to the
+	// model's policy.
+	disp, err := OpenDisplay(ctx, req)
+	if err != nil {
+		return res, errors.Join(err, closeTrace())
+	}
+	defer disp.Close(context.WithoutCancel(ctx))
+
 	out, err := harness.Run(ctx, harness.Config{
 		Model:     model,
 		Display:   disp,
@@ -120,7 +170,20 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		ModelName: strings.Trim(t.Model.Provider+"/"+t.Model.Name, "/"),
 		Logger:    log,
 	})
-	if cerr := tw.Close(); err == nil {
+	restarts, first := disp.Restarts(), disp.FirstShot()
+	// Closed here, not only deferred: no egress decision may arrive while
+	// the result is written.
+	if cerr := disp.Close(context.WithoutCancel(ctx)); cerr != nil {
+		log.Warn("close display", "err", cerr)
+	}
+	if state != nil {
+		mu.Lock()
+		st := *state // a late decision changes state, not the copy written
+		mu.Unlock()
+		st.Restarts, st.FirstShot = restarts, first
+		res.Sandbox = &st
+	}
+	if cerr := closeTrace(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -168,6 +231,15 @@ func demoHosts(hosts []string, base string) []string {
 		out[i] = h
 	}
 	return out
+}
+
+// decisionNote describes an egress decision for the trace.
+func decisionNote(d egress.Decision) string {
+	target := d.Host + ":" + d.Port
+	if d.Allowed {
+		return fmt.Sprintf("egress allowed: %s %s (rule %s)", d.Method, target, d.Rule)
+	}
+	return fmt.Sprintf("egress refused: %s %s: %s", d.Method, target, d.Reason)
 }
 
 func writeJSON(path string, v any) error {

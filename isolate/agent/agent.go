@@ -12,10 +12,17 @@
 //	CDP frame-control\n
 //	        → the same with chromium-headless-shell started with begin-frame
 //	          control, for screen/cdp's FrameControl mode
+//	VNC WxH\n
+//	        → the agent starts a fresh desktop of that size (Xvnc with Openbox
+//	          and an xterm, screen/vnc/desktop) and answers "OK display=:N";
+//	          from then on the connection carries RFB to and from the
+//	          desktop's unix socket
 //
 // Closing a CDP connection stops its browser (the pipe closes; after a grace
-// period the process group is killed) and removes its profile directory.
-// [DialBrowser] and [Ping] are the host's side of this protocol.
+// period the process group is killed) and removes its profile directory;
+// closing a VNC connection stops its desktop and removes its directory.
+// [DialBrowser], [DialDesktop] and [Ping] are the host's side of this
+// protocol.
 //
 // The browser's only network is an HTTP proxy the agent serves on a loopback
 // address of the sandbox's own network namespace (Config.ProxyAddr): each
@@ -44,6 +51,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/vnc/desktop"
 )
 
 // Log attribute keys.
@@ -228,8 +238,52 @@ func (a *Agent) serve(c net.Conn) {
 		}
 		a.browser(c, br, true)
 	default:
+		var w, h int
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "VNC %dx%d", &w, &h); err == nil {
+			a.desktop(c, br, screen.Size{W: w, H: h})
+			return
+		}
 		fmt.Fprintf(c, "ERR unknown request %q\n", clip(strings.TrimSpace(line)))
 	}
+}
+
+// desktopApps are the apps of a sandbox's desktop: a terminal at the top
+// left, on a background a screenshot tells apart from the desktop's.
+var desktopApps = []desktop.App{desktop.XTerm("-geometry", "80x24+0+0", "-bg", "#204080", "-fg", "white", "-e", "sh")}
+
+// desktop runs one desktop for the connection c and copies RFB between c
+// and the desktop's socket until either side closes; then it stops the
+// desktop.
+func (a *Agent) desktop(c net.Conn, br *bufio.Reader, size screen.Size) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	d, err := desktop.Start(ctx, desktop.Config{Size: size, Apps: desktopApps, TempDir: a.cfg.ProfileDir, Logger: a.log})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(c, "ERR %s\n", strings.ReplaceAll(err.Error(), "\n", " | "))
+		return
+	}
+	defer d.Close()
+	up, err := net.Dial("unix", d.Socket)
+	if err != nil {
+		fmt.Fprintf(c, "ERR desktop socket: %v\n", err)
+		return
+	}
+	defer up.Close()
+	a.log.Info("desktop started", "display", d.Display, "size", fmt.Sprintf("%dx%d", size.W, size.H))
+	if _, err := fmt.Fprintf(c, "OK display=%s\n", d.Display); err != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(up, br) // host → desktop
+		closeWrite(up)
+		close(done)
+	}()
+	io.Copy(c, up) // desktop → host
+	c.Close()
+	up.Close()
+	<-done
+	a.log.Info("desktop stopped", "display", d.Display)
 }
 
 // browser runs one Chromium for the connection c and copies its pipe

@@ -36,6 +36,16 @@ func DialBrowser(ctx context.Context, socket string, uid int, frameControl bool)
 	return c, err
 }
 
+// DialDesktop connects to the agent at socket and asks it for a fresh
+// desktop of size w x h px: Xvnc with Openbox and an xterm, inside the
+// sandbox. The returned connection carries RFB (screen/vnc.Connect speaks
+// it); closing it stops that desktop. uid is as for DialBrowser. ctx bounds
+// the dial and the desktop's start only.
+func DialDesktop(ctx context.Context, socket string, uid, w, h int) (net.Conn, error) {
+	c, _, err := request(ctx, socket, fmt.Sprintf("VNC %dx%d", w, h), uid)
+	return c, err
+}
+
 // Ping asks the agent at socket whether it serves, and returns its status
 // line ("browsers=N"). uid is as for DialBrowser.
 func Ping(ctx context.Context, socket string, uid int) (string, error) {

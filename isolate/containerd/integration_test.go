@@ -15,9 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -236,10 +234,11 @@ func TestMemoryLimitKillsOnlyItsSandbox(t *testing.T) {
 	}
 	defer db.Close(context.Background())
 
-	// Load the hog and keep using the display until it fails.
+	// Load the hog and keep using the display until it fails. A page busy
+	// allocating may not answer for a while before the kernel kills it.
 	t0 := time.Now()
 	_, err = isolatetest.Visit(ctx, dv, hog.URL, false)
-	for i := 0; err == nil && i < 60; i++ {
+	for i := 0; (err == nil || errors.Is(err, cdp.ErrUnresponsive)) && i < 60; i++ {
 		_, err = dv.Capture(ctx, screen.CaptureOptions{Size: screen.Size{W: 64, H: 40}})
 	}
 	if !errors.Is(err, screen.ErrGone) || !errors.Is(err, isolate.ErrOOM) || !strings.Contains(err.Error(), "out of memory (limit 400 MiB)") {
@@ -276,32 +275,9 @@ func TestMemoryLimitKillsOnlyItsSandbox(t *testing.T) {
 	}
 }
 
-func TestEightSessions(t *testing.T) {
-	const n = 8
-	page := isolatetest.NewPage(t, isolatetest.Blue)
-	r := runtimeFor(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	took := make([]time.Duration, n)
-	for i := range n {
-		wg.Go(func() {
-			t0 := time.Now()
-			errs[i] = session(ctx, r, fmt.Sprintf("eight-%d", i), page, cdp.ModeAuto)
-			took[i] = time.Since(t0)
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("session %d: %v", i, err)
-		}
-	}
-	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-	t.Logf("%d sandboxed sessions at once: all done in %v; each took %v (min) to %v (max)", n, time.Since(start).Round(time.Millisecond), took[0].Round(time.Millisecond), took[n-1].Round(time.Millisecond))
-}
+// Eight sandboxed sessions at once: internal/runner's TestEightSandboxedRuns
+// runs eight tasks through the whole loop. Two such tests in packages that
+// go test runs in parallel would start sixteen sandboxes on two cores.
 
 // The regular headless Chromium (Screencast mode) works in a sandbox too.
 func TestScreencastMode(t *testing.T) {

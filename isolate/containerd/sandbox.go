@@ -25,7 +25,9 @@ import (
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/agent"
 	"github.com/spotter-harness/spotter/isolate/egress"
+	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
+	"github.com/spotter-harness/spotter/screen/vnc"
 )
 
 // runcRuntime is the containerd runtime (shim) of the sandboxes.
@@ -289,6 +291,32 @@ func (s *Sandbox) Browser(ctx context.Context, cfg cdp.Config) (*cdp.Browser, er
 		return nil, fmt.Errorf("sandbox %s: %w (agent log: %s)", s.id, err, log)
 	}
 	return b, nil
+}
+
+// Desktop starts a fresh Linux desktop of the given size in the sandbox
+// (Xvnc with Openbox and an xterm, run by the agent as the sandbox's user)
+// and connects to it over the agent's socket: RFB crosses no TCP port. The
+// desktop has the sandbox's network: only the egress proxy, which its apps
+// must be told to use. ctx bounds the start only; closing the display stops
+// the desktop.
+func (s *Sandbox) Desktop(ctx context.Context, size screen.Size, cfg vnc.Config) (*vnc.Display, error) {
+	if err := s.dead(); err != nil {
+		return nil, err
+	}
+	if size.Empty() {
+		return nil, fmt.Errorf("sandbox %s: desktop size %dx%d", s.id, size.W, size.H)
+	}
+	d, err := vnc.Connect(ctx, func(ctx context.Context) (net.Conn, error) {
+		return agent.DialDesktop(ctx, s.sock, int(s.r.cfg.UID), size.W, size.H)
+	}, cfg)
+	if err != nil {
+		log := tail(filepath.Join(s.dir, logFileName), 1024)
+		if herr := s.dead(); herr != nil {
+			return nil, fmt.Errorf("%w (%w) (agent log: %s)", err, herr, log)
+		}
+		return nil, fmt.Errorf("sandbox %s: %w (agent log: %s)", s.id, err, log)
+	}
+	return d, nil
 }
 
 // Health returns nil while the sandbox's container runs and its agent

@@ -165,6 +165,26 @@ func Dial(ctx context.Context, network, addr string, cfg Config) (*Display, erro
 	return d, nil
 }
 
+// Connect is Dial over a connection that dial makes, such as a unix socket
+// that a sandbox's agent bridges to its desktop. The connection counts as
+// local (see Config.Encodings). ctx bounds the dial, the handshake and the
+// first picture.
+func Connect(ctx context.Context, dial func(context.Context) (net.Conn, error), cfg Config) (*Display, error) {
+	cfg = cfg.withDefaults("unix", "")
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("connect vnc: %w", err)
+	}
+	conn, err := dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect vnc: %w", err)
+	}
+	d, err := newDisplay(ctx, conn, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect vnc: %w", err)
+	}
+	return d, nil
+}
+
 // newDisplay runs the handshake on conn and starts the display. It closes
 // conn if it fails.
 func newDisplay(ctx context.Context, conn net.Conn, cfg Config) (*Display, error) {

@@ -17,7 +17,6 @@
 package desktop
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -28,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +74,10 @@ type Config struct {
 	// TempDir is where the desktop's directory (sockets, password file,
 	// the apps' home, logs) is made; empty means os.TempDir().
 	TempDir string
+	// LockDir is where desktops lock the display numbers they use, so
+	// that desktops of every process on the machine can share it; empty
+	// means DefaultLockDir.
+	LockDir string
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -128,6 +132,10 @@ type Desktop struct {
 	home  string
 	xauth string
 	num   int
+	// displayLock holds the lock on the display number while the desktop
+	// runs; lockDir is where such locks live.
+	displayLock *os.File
+	lockDir     string
 
 	pgid  int
 	xvnc  *exec.Cmd
@@ -186,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (*Desktop, error) {
 		dir:      dir,
 		home:     filepath.Join(dir, "home"),
 		xauth:    filepath.Join(dir, "Xauthority"),
+		lockDir:  cmp.Or(cfg.LockDir, DefaultLockDir),
 	}
 	if err := d.start(ctx, cfg, xvncPath); err != nil {
 		return nil, errors.Join(fmt.Errorf("start desktop: %w", err), d.Close())
@@ -206,7 +215,6 @@ func (d *Desktop) start(ctx context.Context, cfg Config, xvncPath string) error 
 	}
 	security := "None"
 	args := []string{
-		"-displayfd", "3",
 		"-geometry", fmt.Sprintf("%dx%d", cfg.Size.W, cfg.Size.H),
 		"-depth", "24",
 		"-rfbport", "-1", // no TCP listener
@@ -233,30 +241,41 @@ func (d *Desktop) start(ctx context.Context, cfg Config, xvncPath string) error 
 	}
 	args = append(args, "-SecurityTypes", security)
 
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return err
+	// The display number is taken under a lock of Spotter's own, and Xvnc
+	// is given it explicitly, so that it also takes the X server's lock
+	// file (which -displayfd would skip): desktops of several processes
+	// then never share a number, and other X servers see it taken. A
+	// number taken by an X server that ignores both (one started with
+	// -displayfd) makes Xvnc fail, and the next number is tried.
+	var num int
+	for attempt := 0; ; attempt++ {
+		n, lock, err := reserveDisplay(d.lockDir)
+		if err != nil {
+			return err
+		}
+		d.displayLock = lock
+		xvnc := exec.Command(xvncPath, append([]string{":" + strconv.Itoa(n)}, args...)...)
+		xvnc.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home}
+		p, err := d.spawn("Xvnc", xvnc)
+		if err != nil {
+			return err
+		}
+		d.pgid = xvnc.Process.Pid
+		d.num = n
+		err = waitReady(ctx, n, d.Socket, p)
+		if err == nil {
+			num = n
+			break
+		}
+		if !errors.Is(err, errExited) || attempt >= 4 || !strings.Contains(d.logTail("Xvnc"), "already active") {
+			return fmt.Errorf("Xvnc on :%d: %w%s", n, err, d.logTail("Xvnc"))
+		}
+		d.log.Debug("desktop: display number taken by another X server; trying the next", "display", n)
+		d.procs, d.pgid = nil, 0
+		d.displayLock.Close()
+		d.displayLock = nil
 	}
-	defer pr.Close()
-	xvnc := exec.Command(xvncPath, args...)
-	xvnc.ExtraFiles = []*os.File{pw}
-	xvnc.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home}
-	p, err := d.spawn("Xvnc", xvnc)
-	pw.Close()
-	if err != nil {
-		return err
-	}
-	d.pgid = xvnc.Process.Pid
-
-	num, err := readDisplay(ctx, pr, p)
-	if err != nil {
-		return fmt.Errorf("Xvnc: %w%s", err, d.logTail("Xvnc"))
-	}
-	d.num = num
 	d.Display = ":" + strconv.Itoa(num)
-	if err := waitSocket(ctx, d.Socket, p); err != nil {
-		return fmt.Errorf("Xvnc: %w%s", err, d.logTail("Xvnc"))
-	}
 	if err := writeXauthority(d.xauth, strconv.Itoa(num), cookie); err != nil {
 		return err
 	}
@@ -265,12 +284,26 @@ func (d *Desktop) start(ctx context.Context, cfg Config, xvncPath string) error 
 		d.log.Warn("desktop: cannot free key codes for typing characters no US key types; Xvnc can then map only about 20 of them", "err", err)
 	}
 	if len(cfg.WindowManager) > 0 {
-		if err := d.launch("window manager", App{Argv: cfg.WindowManager}); err != nil {
+		argv, ready := cfg.WindowManager, ""
+		if len(argv) == 1 && argv[0] == "openbox" {
+			// Openbox runs its --startup command once it has started,
+			// with its theme and configuration loaded.
+			ready = filepath.Join(d.dir, "wm-ready")
+			argv = []string{"openbox", "--startup", "touch '" + ready + "'"}
+		}
+		wm, err := d.launch("window manager", App{Argv: argv})
+		if err != nil {
 			return err
+		}
+		// Apps start once the window manager runs: an X toolkit app whose
+		// window manager does not answer yet waits for it (Xt: up to 5 s)
+		// and may never map its window.
+		if err := d.waitWindowManager(ctx, wm, ready); err != nil {
+			return fmt.Errorf("window manager: %w%s", err, d.logTail("window manager"))
 		}
 	}
 	for i, a := range cfg.Apps {
-		if err := d.launch(fmt.Sprintf("app %d (%s)", i, filepath.Base(a.Argv[0])), a); err != nil {
+		if _, err := d.launch(fmt.Sprintf("app %d (%s)", i, filepath.Base(a.Argv[0])), a); err != nil {
 			return err
 		}
 	}
@@ -327,16 +360,66 @@ func (d *Desktop) Dial(ctx context.Context, cfg vnc.Config) (*vnc.Display, error
 }
 
 // launch starts an app on the desktop, in the desktop's process group.
-func (d *Desktop) launch(name string, a App) error {
+func (d *Desktop) launch(name string, a App) (*proc, error) {
 	path, err := exec.LookPath(a.Argv[0])
 	if err != nil {
-		return fmt.Errorf("%s: %q not found on PATH (is its Debian package installed?)", name, a.Argv[0])
+		return nil, fmt.Errorf("%s: %q not found on PATH (is its Debian package installed?)", name, a.Argv[0])
 	}
 	cmd := exec.Command(path, a.Argv[1:]...)
 	cmd.Dir = d.home
 	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home, "LANG=C.UTF-8"}, d.Env()...), a.Env...)
-	_, err = d.spawn(name, cmd)
-	return err
+	return d.spawn(name, cmd)
+}
+
+// waitWindowManager waits until the window manager runs: until the file
+// ready exists, when it is not empty (Openbox's --startup made it), and
+// otherwise until the window manager announces what it supports (EWMH's
+// _NET_SUPPORTED on the root window), checking with xprop (Debian's
+// x11-utils). A window manager that announces nothing within startTimeout
+// is let be, with a warning.
+func (d *Desktop) waitWindowManager(ctx context.Context, wm *proc, ready string) error {
+	if ready != "" {
+		deadline := time.Now().Add(startTimeout)
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("not ready after %v", startTimeout)
+			}
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-wm.exited:
+				return fmt.Errorf("exited at start (%v)", wm.err)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	if _, err := exec.LookPath("xprop"); err != nil {
+		d.log.Warn("desktop: no xprop (Debian's x11-utils) to tell when the window manager is ready; apps start at once")
+		return nil
+	}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		cmd := exec.CommandContext(ctx, "xprop", "-root", "_NET_SUPPORTED")
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, d.Env()...)
+		out, err := cmd.Output()
+		if err == nil && bytes.Contains(out, []byte("_NET_")) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			d.log.Warn("desktop: the window manager announced no EWMH support; apps start anyway", "after", startTimeout)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-wm.exited:
+			return fmt.Errorf("exited at start (%v)", wm.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // spawn starts cmd in the desktop's process group (making one if this is
@@ -380,57 +463,29 @@ func (d *Desktop) logTail(name string) string {
 	return "\n" + name + " said:\n" + strings.TrimSpace(string(b))
 }
 
-// readDisplay reads the display number Xvnc writes to -displayfd when it is
-// ready for clients.
-func readDisplay(ctx context.Context, r *os.File, p *proc) (int, error) {
-	type result struct {
-		line string
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		line, err := bufio.NewReader(r).ReadString('\n')
-		ch <- result{line, err}
-	}()
-	t := time.NewTimer(startTimeout)
-	defer t.Stop()
-	select {
-	case res := <-ch:
-		if res.err != nil {
-			select {
-			case <-p.exited:
-				return 0, fmt.Errorf("exited before it was ready (%v)", p.err)
-			case <-t.C:
-				return 0, errors.New("closed its -displayfd without a display number")
-			}
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(res.line))
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("reported display %q", res.line)
-		}
-		return n, nil
-	case <-ctx.Done():
-		return 0, context.Cause(ctx)
-	case <-t.C:
-		return 0, fmt.Errorf("not ready after %v", startTimeout)
-	}
-}
+// errExited marks an X server that exited before it was ready.
+var errExited = errors.New("exited before it was ready")
 
-// waitSocket waits until the RFB socket exists.
-func waitSocket(ctx context.Context, path string, p *proc) error {
+// waitReady waits until the X server of display n accepts X connections on
+// its unix socket and has made its RFB socket.
+func waitReady(ctx context.Context, n int, rfb string, p *proc) error {
+	xsock := filepath.Join(x11SocketDir, "X"+strconv.Itoa(n))
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if _, err := os.Stat(path); err == nil {
-			return nil
+		if _, err := os.Stat(rfb); err == nil {
+			if c, err := net.Dial("unix", xsock); err == nil {
+				c.Close()
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no RFB socket at %s after %v", path, startTimeout)
+			return fmt.Errorf("not ready after %v (no X connection on %s or no RFB socket at %s)", startTimeout, xsock, rfb)
 		}
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-p.exited:
-			return fmt.Errorf("exited before it was ready (%v)", p.err)
+			return fmt.Errorf("%w (%v)", errExited, p.err)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -458,9 +513,13 @@ func (d *Desktop) Close() error {
 			// Stragglers of the group (children the apps forked).
 			syscall.Kill(-d.pgid, syscall.SIGKILL)
 			if killed && d.Display != "" {
-				// A killed X server leaves its socket behind.
-				os.Remove(fmt.Sprintf("/tmp/.X11-unix/X%d", d.num))
+				// A killed X server leaves its socket and lock file behind.
+				os.Remove(filepath.Join(x11SocketDir, "X"+strconv.Itoa(d.num)))
+				os.Remove(xLockFile(d.num))
 			}
+		}
+		if d.displayLock != nil {
+			d.displayLock.Close() // the number is free again
 		}
 		if err := os.RemoveAll(d.dir); err != nil {
 			d.closeErr = fmt.Errorf("close desktop: %w", err)

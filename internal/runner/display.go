@@ -1,0 +1,437 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/isolate/containerd"
+	"github.com/spotter-harness/spotter/isolate/egress"
+	"github.com/spotter-harness/spotter/isolate/local"
+	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
+)
+
+// DefaultMaxRestarts is how often a display may be started again after its
+// sandbox or browser died, when DisplayRequest.MaxRestarts is zero.
+const DefaultMaxRestarts = 2
+
+// SandboxConfig says how Sandboxes starts sandboxes.
+type SandboxConfig struct {
+	// Backend is isolate.Local or isolate.Containerd. Required.
+	Backend isolate.Backend
+	// Containerd configures the containerd runtime (socket, agent
+	// program, state directory); its zero value is containerd's defaults.
+	Containerd containerd.Config
+	// MemoryMiB, CPUs and Pids are each sandbox's limits where a request
+	// gives none; zero means isolate's defaults. Only containerd enforces
+	// them.
+	MemoryMiB uint64
+	CPUs      float64
+	Pids      int64
+	// Logger receives the sandboxes' diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Sandboxes starts the sandboxes of many runs, of one backend. With
+// containerd it holds one connection to the daemon, which NewSandboxes
+// opens after removing what crashed runs left behind. It is safe for
+// concurrent use; the caller must call Close.
+type Sandboxes struct {
+	cfg SandboxConfig
+	rt  *containerd.Runtime // Containerd only
+}
+
+// NewSandboxes prepares to start sandboxes of cfg.Backend. For containerd
+// it connects to the daemon and removes the containers, tasks, state
+// directories and cgroups of Spotter processes that no longer run; an error
+// wraps isolate.ErrUnavailable when the daemon does not answer. ctx bounds
+// that work only.
+func NewSandboxes(ctx context.Context, cfg SandboxConfig) (*Sandboxes, error) {
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	s := &Sandboxes{cfg: cfg}
+	switch cfg.Backend {
+	case isolate.Local:
+	case isolate.Containerd:
+		c := cfg.Containerd
+		c.Logger = cmp.Or(c.Logger, cfg.Logger)
+		rt, err := containerd.New(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		s.rt = rt
+	default:
+		return nil, fmt.Errorf("sandbox backend %q: want local or containerd", cfg.Backend)
+	}
+	return s, nil
+}
+
+// Backend returns the backend the sandboxes run on.
+func (s *Sandboxes) Backend() isolate.Backend { return s.cfg.Backend }
+
+// Start starts one session's sandbox, with the limits of SandboxConfig
+// where cfg has none. The caller must close it.
+func (s *Sandboxes) Start(ctx context.Context, cfg isolate.Config) (isolate.Sandbox, error) {
+	cfg.MemoryMiB = cmp.Or(cfg.MemoryMiB, s.cfg.MemoryMiB)
+	cfg.CPUs = cmp.Or(cfg.CPUs, s.cfg.CPUs)
+	cfg.Pids = cmp.Or(cfg.Pids, s.cfg.Pids)
+	cfg.Logger = cmp.Or(cfg.Logger, s.cfg.Logger)
+	if s.rt != nil {
+		sb, err := s.rt.Start(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return sb, nil
+	}
+	sb, err := local.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// Close closes the sandboxes still open and the connection to the daemon.
+// It runs to the end even when ctx is canceled.
+func (s *Sandboxes) Close(ctx context.Context) error {
+	if s.rt == nil {
+		return nil
+	}
+	return s.rt.Close(ctx)
+}
+
+// DisplayRequest says what display OpenDisplay opens.
+type DisplayRequest struct {
+	// Viewport and DPR are the browser's, in CSS px; zero means 1280x800
+	// at DPR 1.
+	Viewport screen.Size
+	DPR      float64
+	// Browser is the host's Chromium executable, for displays that run it
+	// on the host (no sandbox, or the local backend); empty means the one
+	// on PATH.
+	Browser string
+	// StartURL is opened once the display is up, and again when the
+	// display is started anew before any other page was seen. Empty means
+	// about:blank.
+	StartURL string
+	// Sandboxes, if not nil, runs the browser in a sandbox of its own,
+	// whose only way out is an egress proxy that allows Egress. Nil means
+	// a browser on the host, without a proxy.
+	Sandboxes *Sandboxes
+	// Sandbox configures the sandbox: its name, limits and extra flags.
+	// Its Egress is replaced by Egress, and its OnDecision by OnDecision.
+	Sandbox isolate.Config
+	// Egress is what the sandbox may reach; see EgressFor.
+	Egress egress.Policy
+	// OnDecision, if not nil, receives each egress decision, from the
+	// proxy's goroutines.
+	OnDecision func(egress.Decision)
+	// OnNote, if not nil, receives what happened to the display that a
+	// trace should show: a sandbox that died and was started anew.
+	OnNote func(string)
+	// MaxRestarts is how often the display may be started anew after its
+	// sandbox or browser died; zero means DefaultMaxRestarts, negative
+	// means never.
+	MaxRestarts int
+	// Logger receives diagnostics; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// inner is the display an OpenedDisplay currently drives.
+type inner interface {
+	Capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error)
+	Perform(ctx context.Context, m screen.Mapped) error
+	Close(ctx context.Context) error
+}
+
+// OpenedDisplay is a browser display, in a sandbox or not, that starts
+// itself anew when its sandbox or browser dies. It is a harness.Display. Its
+// methods may be called from several goroutines, one at a time. The caller
+// must call Close.
+//
+// When the display dies (an error wrapping screen.ErrGone or
+// isolate.ErrDead: out of memory, a crash), Perform and Capture close what is
+// left of it and open a fresh one, in a fresh sandbox, at the last URL seen.
+// A Perform that died returns an error for the model that says so; it wraps
+// isolate.ErrDead (and isolate.ErrOOM) but not screen.ErrGone, so the run
+// goes on. A Capture returns the fresh display's screenshot with a note in
+// Shot.Events. After MaxRestarts restarts, the error is returned as it is.
+type OpenedDisplay struct {
+	req DisplayRequest
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sb       isolate.Sandbox // nil without a sandbox
+	disp     inner           // nil once closed, or after a failed restart
+	lastURL  string
+	deaths   map[string]int // deaths of the display by the URL on screen
+	restarts []string
+	closed   bool
+	// firstShot is how long the first display took from the request to
+	// its first screenshot, set by the first Capture.
+	firstShot time.Duration
+	opened    time.Time
+	// start starts a display and its sandbox; tests replace it.
+	start func(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error)
+}
+
+// OpenDisplay opens the display req asks for and navigates it to
+// req.StartURL. ctx bounds the start only.
+func OpenDisplay(ctx context.Context, req DisplayRequest) (*OpenedDisplay, error) {
+	return openDisplay(ctx, req, startInner)
+}
+
+func openDisplay(ctx context.Context, req DisplayRequest, start func(context.Context, DisplayRequest) (inner, isolate.Sandbox, error)) (*OpenedDisplay, error) {
+	if req.Viewport.Empty() {
+		req.Viewport = screen.Size{W: 1280, H: 800}
+	}
+	req.DPR = cmp.Or(req.DPR, 1)
+	req.Logger = cmp.Or(req.Logger, slog.Default())
+	req.StartURL = cmp.Or(req.StartURL, "about:blank")
+	if req.MaxRestarts == 0 {
+		req.MaxRestarts = DefaultMaxRestarts
+	}
+	d := &OpenedDisplay{req: req, log: req.Logger, lastURL: req.StartURL,
+		deaths: map[string]int{}, opened: time.Now(), start: start}
+	if err := d.open(ctx); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// startInner starts a sandbox (if req asks for one), a browser and a
+// display.
+func startInner(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error) {
+	cfg := cdp.Config{Exec: req.Browser, Viewport: req.Viewport, DPR: req.DPR, Logger: req.Logger}
+	if req.Sandboxes == nil {
+		cd, err := cdp.Open(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cd, nil, nil
+	}
+	sc := req.Sandbox
+	sc.Egress, sc.OnDecision = req.Egress, req.OnDecision
+	sb, err := req.Sandboxes.Start(ctx, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := isolate.Open(ctx, sb, cfg)
+	if err != nil {
+		return nil, nil, errors.Join(err, sb.Close(context.WithoutCancel(ctx)))
+	}
+	return id, sb, nil
+}
+
+// open starts a display and navigates it to d.lastURL.
+func (d *OpenedDisplay) open(ctx context.Context) error {
+	disp, sb, err := d.start(ctx, d.req)
+	if err != nil {
+		return err
+	}
+	if d.lastURL != "about:blank" {
+		if err := disp.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: d.lastURL}}); err != nil {
+			err = fmt.Errorf("open %s: %w", d.lastURL, err)
+			cctx := context.WithoutCancel(ctx)
+			if sb != nil {
+				return errors.Join(err, disp.Close(cctx), sb.Close(cctx))
+			}
+			return errors.Join(err, disp.Close(cctx))
+		}
+	}
+	d.sb, d.disp = sb, disp
+	return nil
+}
+
+// Capture takes a screenshot. See OpenedDisplay for what happens when the
+// display has died.
+func (d *OpenedDisplay) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.disp == nil {
+		return screen.Shot{}, d.goneErr()
+	}
+	shot, err := d.disp.Capture(ctx, o)
+	if err == nil {
+		d.seen(shot)
+		return shot, nil
+	}
+	note, rerr := d.restart(ctx, err)
+	if rerr != nil {
+		return screen.Shot{}, rerr
+	}
+	shot, err = d.disp.Capture(ctx, o)
+	if err != nil {
+		return screen.Shot{}, fmt.Errorf("capture after a restart: %w", err)
+	}
+	d.seen(shot)
+	shot.Events = append(shot.Events, note)
+	return shot, nil
+}
+
+func (d *OpenedDisplay) seen(shot screen.Shot) {
+	if d.firstShot == 0 {
+		d.firstShot = time.Since(d.opened)
+	}
+	if u := shot.Frame.URL; u != "" && !strings.HasPrefix(u, "chrome-error:") {
+		d.lastURL = u
+	}
+}
+
+// Perform runs one action. See OpenedDisplay for what happens when the
+// display has died.
+func (d *OpenedDisplay) Perform(ctx context.Context, m screen.Mapped) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.disp == nil {
+		return d.goneErr()
+	}
+	// The last URL is the last one a screenshot showed, not where a
+	// navigation went: a page that kills its sandbox is not loaded again.
+	err := d.disp.Perform(ctx, m)
+	if err == nil {
+		return nil
+	}
+	note, rerr := d.restart(ctx, err)
+	if rerr != nil {
+		return rerr
+	}
+	return &restartError{msg: "this action did not complete: " + note, errs: sentinels(err)}
+}
+
+// restart opens a fresh display when err says the current one died, and
+// returns a note for the model; otherwise, or when it may not or cannot,
+// it returns err (or why the restart failed, with err).
+func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) {
+	dead := errors.Is(err, screen.ErrGone) || errors.Is(err, isolate.ErrDead)
+	if !dead || ctx.Err() != nil || d.closed {
+		return "", err
+	}
+	what := "browser"
+	if d.sb != nil {
+		what = "sandbox"
+	}
+	d.closeInner(ctx)
+	if d.req.MaxRestarts < 0 || len(d.restarts) >= d.req.MaxRestarts {
+		d.note(fmt.Sprintf("the %s died (%v); it was started anew %d times already, so the run ends", what, err, len(d.restarts)))
+		return "", err
+	}
+	// A page that was on screen when the display died may well have
+	// killed it: after a second death there, the restart goes to the start
+	// URL instead, and failing that to a blank page.
+	d.deaths[d.lastURL]++
+	switch {
+	case d.deaths[d.lastURL] <= 1:
+	case d.deaths[d.req.StartURL] == 0:
+		d.lastURL = d.req.StartURL
+	default:
+		d.lastURL = "about:blank"
+	}
+	if oerr := d.open(ctx); oerr != nil {
+		d.note(fmt.Sprintf("the %s died (%v) and could not be started anew: %v", what, err, oerr))
+		return "", fmt.Errorf("%w; starting it anew failed: %v", err, oerr)
+	}
+	note := fmt.Sprintf("The %s died (%v). It was started anew at %s; the page was loaded afresh, so anything not saved by the site is lost.", what, cause(err), d.lastURL)
+	d.restarts = append(d.restarts, note)
+	d.note(note)
+	d.log.Warn("display restarted", "reason", err, "url", d.lastURL)
+	return note, nil
+}
+
+// cause returns why a display died, without the chain of wrapped calls
+// ("capture: Page.getLayoutMetrics: ... (sandbox x was killed: ...)") when
+// the sandbox said why.
+func cause(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, "(sandbox "); i >= 0 && strings.HasSuffix(s, ")") {
+		return s[i+1 : len(s)-1]
+	}
+	return s
+}
+
+func (d *OpenedDisplay) note(s string) {
+	if d.req.OnNote != nil {
+		d.req.OnNote(s)
+	}
+}
+
+func (d *OpenedDisplay) goneErr() error {
+	return fmt.Errorf("display is closed or could not be started anew: %w", screen.ErrGone)
+}
+
+// closeInner closes the current display and sandbox, if any.
+func (d *OpenedDisplay) closeInner(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	var errs []error
+	if d.disp != nil {
+		errs = append(errs, d.disp.Close(ctx))
+	}
+	if d.sb != nil {
+		errs = append(errs, d.sb.Close(ctx))
+	}
+	d.disp, d.sb = nil, nil
+	return errors.Join(errs...)
+}
+
+// Restarts returns a note for each time the display was started anew.
+func (d *OpenedDisplay) Restarts() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.restarts...)
+}
+
+// FirstShot returns how long it took from OpenDisplay to the first
+// screenshot, sandbox start included; zero before the first Capture.
+func (d *OpenedDisplay) FirstShot() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.firstShot
+}
+
+// Close closes the display and its sandbox. It runs to the end even when
+// ctx is canceled, and is idempotent.
+func (d *OpenedDisplay) Close(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	return d.closeInner(ctx)
+}
+
+// restartError is a Perform error on a display that died and was started
+// anew: it wraps isolate.ErrDead (and ErrOOM), but not screen.ErrGone,
+// since the display works again.
+type restartError struct {
+	msg  string
+	errs []error
+}
+
+func (e *restartError) Error() string   { return e.msg }
+func (e *restartError) Unwrap() []error { return e.errs }
+
+// sentinels returns the isolate sentinels err wraps, and at least
+// isolate.ErrDead.
+func sentinels(err error) []error {
+	errs := []error{isolate.ErrDead}
+	if errors.Is(err, isolate.ErrOOM) {
+		errs = append(errs, isolate.ErrOOM)
+	}
+	return errs
+}
+
+// EgressFor is the egress policy of a task: the policy's navigation hosts
+// and the start URL's host. The demo app's placeholder "demo" must already
+// be replaced by its address.
+func EgressFor(hosts []string, startURL string) egress.Policy {
+	allow := append([]string(nil), hosts...)
+	if u, err := url.Parse(startURL); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
+		allow = append(allow, u.Host)
+	}
+	return egress.Policy{Allow: allow}
+}
