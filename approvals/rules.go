@@ -451,9 +451,11 @@ func (c *compiled) evaluate(s Subject) []Finding {
 		// Enter (or a typed newline) follows a focused link and submits the
 		// focused field's form, as a click would.
 		if submitsByKey(a, *t) {
-			if host, ok := c.outside(t.Href, s); ok && t.Href != "" {
-				add(RuleOutside, "pressing Enter on %s leads to %s, outside the allowed hosts", label, host)
-			} else if host, ok := c.outside(t.FormAction, s); ok && t.Href == "" && t.FormAction != "" {
+			if t.Href != "" {
+				if host, ok := c.outside(t.Href, s); ok {
+					add(RuleOutside, "pressing Enter on %s leads to %s, outside the allowed hosts", label, host)
+				}
+			} else if host, ok := c.outside(t.FormAction, s); ok {
 				add(RuleOutside, "pressing a key in %s sends a form to %s, outside the allowed hosts", label, host)
 			}
 		}
