@@ -274,7 +274,7 @@ func (l *loop) run(ctx context.Context) Outcome {
 		}
 		l.steps++
 		t0 := time.Now()
-		turn, err := l.cfg.Model.Next(ctx, in)
+		turn, err := l.cfg.Model.Next(ctx, l.toModel(in))
 		if err != nil {
 			l.record(trace.Event{Type: trace.TypeError, Step: l.steps, Error: err.Error()})
 			return Outcome{Stop: StopError, Err: fmt.Sprintf("model: %v", err)}
@@ -502,6 +502,9 @@ func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Acti
 			req.Mapped = &m
 		}
 		d, err := l.cfg.Approver.Approve(ctx, req)
+		if d.Secret {
+			ev.Secret = true // a refused password stays as secret as an approved one
+		}
 		if err != nil {
 			ev.Error = err.Error()
 			return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/screen"
 )
 
 // minSecret is the shortest value redacted: shorter ones would mangle
@@ -93,3 +94,67 @@ func maskTyped(raw json.RawMessage, batch []actions.Action) json.RawMessage {
 	}
 	return r.json(raw)
 }
+
+// toModel returns in with every secret value redacted: a page can reflect a
+// secret (in its URL, in a dialog), and the model must not see it either.
+func (l *loop) toModel(in Input) Input {
+	l.mu.Lock()
+	r := l.redact
+	l.mu.Unlock()
+	if len(r.values) == 0 {
+		return in
+	}
+	out := in
+	out.Task = r.str(in.Task)
+	if in.Shot != nil {
+		out.Shot = r.shot(in.Shot)
+	}
+	if in.Results != nil {
+		out.Results = make([]Result, len(in.Results))
+		for i, res := range in.Results {
+			res.Output = r.str(res.Output)
+			if res.Notes != nil {
+				notes := make([]string, len(res.Notes))
+				for j, n := range res.Notes {
+					notes[j] = r.str(n)
+				}
+				res.Notes = notes
+			}
+			if res.Err != nil {
+				if msg := r.str(res.Err.Error()); msg != res.Err.Error() {
+					res.Err = redactedError{msg: msg, err: res.Err}
+				}
+			}
+			if res.Shot != nil {
+				res.Shot = r.shot(res.Shot)
+			}
+			if res.Zoom != nil {
+				res.Zoom = r.shot(res.Zoom)
+			}
+			out.Results[i] = res
+		}
+	}
+	return out
+}
+
+// shot returns a copy of s with its URL and events redacted.
+func (r *redactor) shot(s *screen.Shot) *screen.Shot {
+	c := *s
+	c.Frame.URL = r.str(c.Frame.URL)
+	if c.Events != nil {
+		c.Events = make([]string, len(s.Events))
+		for i, e := range s.Events {
+			c.Events[i] = r.str(e)
+		}
+	}
+	return &c
+}
+
+// redactedError shows a redacted message and still matches what it wraps.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }

@@ -73,12 +73,10 @@ func (l *login) posts() (user, pass []string) {
 	return append([]string(nil), l.user...), append([]string(nil), l.pass...)
 }
 
-// modelSeesReflectedSecrets records a known gap in harness.Run: the loop
-// redacts what it records (trace, events, report) but not the Results it
-// sends the model, whose Notes ("the page is now at URL") and Shot.Frame.URL
-// carry a secret the page reflected into its URL. While it is true, the
-// GET cases log that leak instead of failing; set it to false to see it.
-const modelSeesReflectedSecrets = true
+// modelSeesReflectedSecrets would excuse the model seeing a secret the page
+// reflected into its URL. The loop redacts what it sends the model as well
+// as what it records, so it is false: the GET cases fail on such a leak.
+const modelSeesReflectedSecrets = false
 
 // TestSecretsNeverLeak is the audit: every output of a run that types a
 // password is searched for it.
