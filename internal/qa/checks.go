@@ -27,6 +27,13 @@ type CheckResult struct {
 	Diff   string `json:"diff,omitempty"`
 }
 
+// An Evaluator runs a JavaScript expression in a display's page and returns
+// its value as JSON; the DOM checks need one. A browser display
+// (*cdp.Display) is one; a desktop has none.
+type Evaluator interface {
+	Eval(ctx context.Context, expr string) (json.RawMessage, error)
+}
+
 // checker runs the checks of one test on the display at the end of its run.
 type checker struct {
 	test   Test
@@ -38,13 +45,6 @@ type checker struct {
 }
 
 func (c *checker) run(ctx context.Context) []CheckResult {
-	if dt, ok := c.eval.(*devTools); ok {
-		// The DevTools port sees every tab: find this test's by its URL.
-		shot, err := c.disp.Capture(ctx, c.small())
-		if err == nil {
-			dt.url = shot.Frame.URL
-		}
-	}
 	res := make([]CheckResult, len(c.test.Checks))
 	for i, ch := range c.test.Checks {
 		r := CheckResult{Name: ch.Describe()}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/spotter-harness/spotter/harness/cassette"
 )
 
 func integration(t *testing.T) {
@@ -157,5 +159,59 @@ checks:
 	html := checkReport(t, out)
 	if !strings.Contains(html, `src="`+r.Replay.Divergences[0].Diff+`"`) {
 		t.Errorf("report.html does not show the diff image %s", r.Replay.Divergences[0].Diff)
+	}
+}
+
+// TestCassetteReplay runs the demo task on the recorded Claude cassette
+// through the real Anthropic adapter: as recorded it passes, with a DOM
+// check; with one interaction more than the run asks for, the test fails
+// and says the cassette was not played to the end.
+func TestCassetteReplay(t *testing.T) {
+	integration(t)
+	c, err := cassette.Load("../../examples/cassettes/demo-anthropic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	full, longer := filepath.Join(dir, "full.json"), filepath.Join(dir, "longer.json")
+	if err := c.Write(full); err != nil {
+		t.Fatal(err)
+	}
+	c.Interactions = append(c.Interactions, c.Interactions[len(c.Interactions)-1])
+	if err := c.Write(longer); err != nil {
+		t.Fatal(err)
+	}
+	test := func(name, cas string) string {
+		file := filepath.Join(dir, name+".yaml")
+		body := fmt.Sprintf(`name: %s
+task: >-
+  Check in the passenger Ada Lovelace, open the command palette with Ctrl+Shift+K,
+  reserve seat 30 from the seat list, and drag the ticket into the tray.
+start_url: "demo:/"
+display: {width: 1280, height: 800, dpr: 1}
+policy:
+  allow: [click, double_click, type, keypress, scroll, drag, move, wait]
+  max_batch: 8
+  hosts: [demo]
+max_steps: 12
+model: {provider: anthropic, name: claude-sonnet-4-5, cassette: %s}
+checks:
+  - text: "Welcome aboard, Ada Lovelace!"
+`, name, cas)
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	s, err := Run(t.Context(), []string{test("recorded", full), test("longer", longer)},
+		Options{Out: filepath.Join(dir, "out"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatalf("Run() error = %v", err)
+	}
+	if r := s.Tests[0]; !r.OK {
+		t.Errorf("test on the cassette as recorded failed: %s", r.Failure)
+	}
+	if r := s.Tests[1]; r.OK || !strings.Contains(r.Failure, "cassette") || !strings.Contains(r.Failure, "not played") {
+		t.Errorf("test on a cassette with an extra interaction: ok %v, failure %q; want it to fail naming the unplayed interaction", r.OK, r.Failure)
 	}
 }

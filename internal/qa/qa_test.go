@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
 )
 
@@ -102,6 +103,9 @@ func TestFind(t *testing.T) {
 		t.Error("Find(missing) = nil error, want one")
 	}
 }
+
+// The suite's browser displays evaluate the DOM checks themselves.
+var _ Evaluator = (*cdp.Display)(nil)
 
 // stubEval answers every expression with v.
 type stubEval struct{ v string }

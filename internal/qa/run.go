@@ -28,6 +28,11 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/anthropic"
+	"github.com/spotter-harness/spotter/harness/cassette"
+	"github.com/spotter-harness/spotter/harness/chat"
+	"github.com/spotter-harness/spotter/harness/gemini"
+	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/demo"
 	"github.com/spotter-harness/spotter/internal/replay"
@@ -225,9 +230,12 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 	if t.VNC != nil && task.Image.Width == 0 {
 		image = screen.Size{} // the desktop's own size
 	}
-	model, player, err := newModel(task.Model, image, o.Getenv, log)
+	model, player, err := newModel(ctx, task.Model, image, o.Getenv, log)
 	if err != nil {
 		return err
+	}
+	if player != nil {
+		defer player.stop()
 	}
 	var rp *replay.Model
 	if o.Replay {
@@ -285,7 +293,7 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		fail("the run ended with %s: %s", out.Stop, out.Err)
 	}
 	if player != nil {
-		if err := player.Err(); err != nil {
+		if err := player.p.Err(); err != nil {
 			fail("cassette: %v", err)
 		}
 	}
@@ -365,7 +373,7 @@ func rel(dir, p string) string {
 }
 
 // openDisplay opens the test's display: a desktop over VNC, or a tab of
-// the suite's browser with an Evaluator for the DOM checks. The returned
+// the suite's browser, which also evaluates the DOM checks. The returned
 // function closes it.
 func openDisplay(ctx context.Context, t Test, o Options, br *shared, log *slog.Logger) (harness.Display, Evaluator, func(), error) {
 	if v := t.VNC; v != nil {
@@ -388,22 +396,18 @@ func openDisplay(ctx context.Context, t Test, o Options, br *shared, log *slog.L
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var eval Evaluator = &devTools{port: b.port}
-	if e, ok := any(d).(Evaluator); ok { // a display that can evaluate itself is preferred
-		eval = e
-	}
-	return d, eval, func() { d.Close(context.WithoutCancel(ctx)) }, nil
+	return d, d, func() { d.Close(context.WithoutCancel(ctx)) }, nil
 }
 
-// shared is the suite's browser, started at the first test that needs it.
+// shared is the suite's browser, launched at the first test that needs it.
 type shared struct {
 	exe string
-	b   *browser
+	b   *cdp.Browser
 }
 
-func (s *shared) get(ctx context.Context, log *slog.Logger) (*browser, error) {
+func (s *shared) get(ctx context.Context, log *slog.Logger) (*cdp.Browser, error) {
 	if s.b == nil {
-		b, err := startBrowser(ctx, s.exe, cdp.Config{Logger: log})
+		b, err := cdp.Launch(ctx, cdp.Config{Exec: s.exe, Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -414,8 +418,72 @@ func (s *shared) get(ctx context.Context, log *slog.Logger) (*browser, error) {
 
 func (s *shared) close() {
 	if s.b != nil {
-		s.b.close()
+		s.b.Close(context.Background())
 	}
+}
+
+// newModel builds the model a test names with runner.NewModel. A cassette
+// is served by its player on loopback, with placeholder keys and nothing
+// else from the environment, so that after the run the player can say
+// whether the replay went as recorded, all interactions played included
+// (runner.NewModel keeps its player to itself). The caller must stop a
+// returned player.
+func newModel(ctx context.Context, m runner.ModelSpec, image screen.Size, getenv func(string) string, log *slog.Logger) (harness.Model, *player, error) {
+	if m.Cassette == "" {
+		model, err := runner.NewModel(m, image, nil, getenv, log)
+		return model, nil, err
+	}
+	// The recorded paths are those under the provider's default base URL.
+	base, ok := map[string]string{"anthropic": anthropic.DefaultBaseURL, "openai": openai.DefaultBaseURL,
+		"gemini": gemini.DefaultBaseURL, "chat": chat.DefaultBaseURL}[m.Provider]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: a %q model cannot replay a cassette", ErrTest, m.Provider)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := cassette.Open(m.Cassette)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: cassette: %v", ErrTest, err)
+	}
+	addr, stop, err := p.Serve(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Cassette, m.BaseURL = "", addr+u.Path
+	replayEnv := func(k string) string {
+		switch k {
+		case "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY":
+			return "cassette-replay"
+		}
+		return ""
+	}
+	model, err := runner.NewModel(m, image, nil, replayEnv, log)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return model, &player{p: p, stop: stop}, nil
+}
+
+// player is a cassette's player, serving on loopback until stop.
+type player struct {
+	p    *cassette.Player
+	stop func()
+}
+
+// imageSize is the image the model is sent: the task's, or the largest its
+// model's size rule allows for the viewport (a script's is the viewport).
+func imageSize(t runner.Task) screen.Size {
+	if t.Image.Width > 0 {
+		return screen.Size{W: t.Image.Width, H: t.Image.Height}
+	}
+	viewport := screen.Size{W: t.Display.Width, H: t.Display.Height}
+	if t.Model.Provider == "script" {
+		return viewport
+	}
+	return screen.RuleFor(t.Model.Provider, t.Model.Name).Fit(viewport)
 }
 
 // progressEvent prints a line for each action the loop performs.
