@@ -24,17 +24,13 @@ import (
 var baselineJS []byte
 
 // DefaultDriverDir is where screen/playwright/install-driver.sh puts
-// playwright-core, which the baseline uses.
+// playwright-core by default, which the baseline uses.
 func DefaultDriverDir() string {
-	if d := os.Getenv("SPOTTER_PLAYWRIGHT_DRIVER"); d != "" {
-		return d
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
 	}
-	base := os.Getenv("XDG_CACHE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(base, "spotter", "playwright-1.52.0")
+	return filepath.Join(dir, "spotter", "playwright-1.52.0")
 }
 
 // chromiumFlags are the flags every browser of the benchmark runs with, the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -36,7 +37,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return exitError{2, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))}
 	}
-	o := bench.Options{Rounds: *rounds, MaxSessions: *maxSessions, StepsPerSession: *steps, DriverDir: *driver}
+	o := bench.Options{Rounds: *rounds, MaxSessions: *maxSessions, StepsPerSession: *steps,
+		DriverDir: cmp.Or(*driver, os.Getenv("SPOTTER_PLAYWRIGHT_DRIVER"))}
 	for _, s := range strings.Split(*sections, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
