@@ -24,15 +24,16 @@ test: deps ## vet, unit tests with -race, then every test against a real Chromiu
 	SPOTTER_INTEGRATION=1 $(GO) test -count=1 -timeout 15m ./...
 	SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/
 
-bench: deps ## step latency per display mode against a same-run baseline, and VNC capture latency
+bench: deps build ## spotter bench (step, capture, concurrency, sandbox, server, tokens against a same-run Playwright baseline), then the display benchmarks
+	./$(BIN) bench --json runs/bench/figures.jsonl
 	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench 'Step$$' -benchtime 1x -step.rounds 30 ./screen/cdp/
 	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchtime 40x ./screen/vnc/
 	SPOTTER_INTEGRATION=1 SPOTTER_PERF=1 $(GO) test -count=1 ./screen/cdp/perf/
 
-fuzz: ## run each fuzz target for 30s
+fuzz: ## run each fuzz target for 20000 inputs (counts: Go 1.26's time-based -fuzztime misbehaves here)
 	@for p in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 30s $$p || exit 1; done; done
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime 20000x $$p || exit 1; done; done
 
 clean: ## remove build output and demo runs
 	rm -rf bin runs
