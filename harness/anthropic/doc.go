@@ -48,6 +48,18 @@
 // A turn may mix computer and client calls; every tool_use id gets its
 // tool_result in the order of the calls.
 //
+// # Transport
+//
+// Requests go through the SDK's client over a transport that retries
+// (Config.MaxRetries) connection errors, timeouts, 408, 409, 429, 5xx and
+// 529, responses cut off part-way and 2xx bodies that are not a Messages
+// API message, with exponential backoff (Config.RetryWait) that honours
+// retry-after-ms and retry-after; Config.Timeout bounds each attempt. The
+// SDK's own retries are off: they cannot see a bad 2xx body. When the
+// retries run out, Next's error (wrapping ErrAPI) says what each attempt
+// got. API keys never appear in Next's errors or logs, even when the
+// endpoint echoes one.
+//
 // # Saved state
 //
 // Model implements harness.Stateful. MarshalState saves the messages (as

@@ -62,7 +62,7 @@ func DecodeCall(raw json.RawMessage, display screen.Size) (harness.Call, error) 
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return fail(fmt.Errorf("%w: tool_use block: %v", actions.ErrInvalid, err))
 	}
-	call = decodeToolUse(c, Decoder{Version: ExecutorVersion}, nil, false)
+	call = decodeToolUse(c, Decoder{Version: ExecutorVersion}, nil, false, false)
 	call.Raw = bytes.Clone(raw)
 	if call.DecodeErr != nil {
 		return call, call.DecodeErr

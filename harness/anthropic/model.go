@@ -23,6 +23,8 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/browsertool"
+	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -44,6 +46,9 @@ const DefaultSystem = "You operate a computer through the computer tool to compl
 // ToolName is the name of the computer tool.
 const ToolName = "computer"
 
+// BrowserToolName is the name of the browser tool (Config.Browser).
+const BrowserToolName = browsertool.ToolName
+
 // Config configures a Model. Each zero value means the documented default;
 // only Display is required.
 type Config struct {
@@ -64,6 +69,14 @@ type Config struct {
 	// comes back as a Call with Input and no Actions; its Result.Output
 	// (or Err, with is_error) is sent back as the tool_result's text.
 	Tools []harness.ToolSpec
+	// Browser declares a custom tool named "browser" after the computer
+	// tool, for the browser actions the computer tool lacks: its input is
+	// {"action": "list_tabs" | "switch_tab" | "close_tab" | "dialog" |
+	// "upload", "tab", "accept", "text", "files"}, decoded into
+	// actions.ListTabs, SwitchTab, CloseTab, Dialog and Upload, and
+	// answered like a computer call (text and a fresh screenshot). Off by
+	// default: only a browser display can run these actions.
+	Browser bool
 
 	System     string       // default DefaultSystem
 	MaxTokens  int          // default DefaultMaxTokens
@@ -71,10 +84,17 @@ type Config struct {
 	// Timeout bounds each HTTP attempt; default DefaultTimeout.
 	Timeout time.Duration
 	// MaxRetries is how many times a request is retried after a
-	// connection error or a 408, 409, 429 or 5xx status (529 overloaded
-	// included), with exponential backoff that honours retry-after;
-	// default DefaultMaxRetries, negative means never.
+	// connection error, a timeout, a 408, 409, 429 or 5xx status (529
+	// overloaded included), a response cut off part-way or a 2xx body that
+	// is not a Messages API message, with exponential backoff that honours
+	// retry-after-ms and retry-after; default DefaultMaxRetries, negative
+	// means never. When the retries run out, Next's error says what each
+	// attempt got ("the Anthropic API answered 429 Too Many Requests 3
+	// times; giving up").
 	MaxRetries int
+	// RetryWait is the first backoff when the server names no wait; it
+	// doubles with each retry (up to 30s). Default 500ms.
+	RetryWait time.Duration
 	// MaxPauses is how many times one Next re-sends a turn that stopped
 	// with pause_turn before it returns StopPause; default
 	// DefaultMaxPauses, negative means never.
@@ -155,13 +175,38 @@ func New(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
+	if cfg.Browser {
+		if clients[BrowserToolName] {
+			return nil, fmt.Errorf("anthropic: Tools: %q is the browser tool's name (Config.Browser)", BrowserToolName)
+		}
+		desc, schema := browsertool.Tool()
+		raw, err := json.Marshal(schema)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: browser tool schema: %w", err)
+		}
+		custom = append([]anthropic.BetaToolUnionParam{{OfTool: &anthropic.BetaToolParam{Name: BrowserToolName,
+			Description: anthropic.String(desc), InputSchema: param.Override[anthropic.BetaToolInputSchemaParam](json.RawMessage(raw))}}}, custom...)
+	}
+	log := cfg.Logger.With(logKeyProvider, "anthropic", logKeyModel, cfg.Model)
+	// Retries happen in retry.Transport, which also retries garbage and
+	// cut-off bodies and counts the attempts; the SDK's are off.
+	hc := *cfg.HTTPClient
+	hc.Transport = &retry.Transport{
+		Base:    cfg.HTTPClient.Transport,
+		Retries: cfg.MaxRetries,
+		Wait:    cfg.RetryWait,
+		Timeout: cfg.Timeout,
+		Check:   checkMessage,
+		API:     "the Anthropic API",
+		Secrets: []string{cfg.APIKey},
+		Log:     log,
+	}
 	// The SDK's NewClient would read the environment (ANTHROPIC_API_KEY,
 	// profiles, ...); only cmd/ may, so the service gets explicit options.
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
-		option.WithHTTPClient(cfg.HTTPClient),
-		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithRequestTimeout(cfg.Timeout),
+		option.WithHTTPClient(&hc),
+		option.WithMaxRetries(0),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -172,8 +217,20 @@ func New(cfg Config) (*Model, error) {
 		svc:     anthropic.NewBetaMessageService(opts...),
 		tools:   append([]anthropic.BetaToolUnionParam{toolParam(cfg)}, custom...),
 		clients: clients,
-		log:     cfg.Logger.With(logKeyProvider, "anthropic", logKeyModel, cfg.Model),
+		log:     log,
 	}, nil
+}
+
+// checkMessage says whether a 2xx body is a Messages API message.
+func checkMessage(body []byte) error {
+	var msg struct {
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Type != "message" || !bytes.HasPrefix(bytes.TrimSpace(msg.Content), []byte("[")) {
+		return errors.New("a Messages API message")
+	}
+	return nil
 }
 
 // Log attribute keys.
@@ -217,10 +274,15 @@ func toolParam(cfg Config) anthropic.BetaToolUnionParam {
 // Next blocks for the HTTP round trips (with retries, each attempt bounded
 // by Config.Timeout) and returns early when ctx is done. If it returns an
 // error the conversation is as it was, so the same Input can be sent again.
+// Its errors never hold the API key, even one the endpoint echoed.
 func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	turn, err := m.next(ctx, in)
+	return turn, retry.Scrubbed(err, m.cfg.APIKey)
+}
 
+func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	base, cursor, err := m.prepare(in)
 	if err != nil {
 		return harness.Turn{}, err
@@ -280,7 +342,7 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 		if c.Type != "tool_use" {
 			continue
 		}
-		call := decodeToolUse(c, m.decoder(at), m.clients, turn.Stop == harness.StopMaxTokens)
+		call := decodeToolUse(c, m.decoder(at), m.clients, m.cfg.Browser, turn.Stop == harness.StopMaxTokens)
 		end := pointerAfter(call.Actions)
 		if end != nil {
 			at = end
@@ -319,9 +381,10 @@ func (m *Model) decoder(cursor *actions.Point) Decoder {
 }
 
 // decodeToolUse turns one tool_use block into a Call: a computer call
-// decoded by d, or a call of one of the clients' tools, whose input is kept
-// as it came (Call.Input, never nil for a client call).
-func decodeToolUse(c anthropic.BetaContentBlockUnion, d Decoder, clients map[string]bool, truncated bool) harness.Call {
+// decoded by d, a browser call if browser (Config.Browser), or a call of
+// one of the clients' tools, whose input is kept as it came (Call.Input,
+// never nil for a client call).
+func decodeToolUse(c anthropic.BetaContentBlockUnion, d Decoder, clients map[string]bool, browser, truncated bool) harness.Call {
 	call := harness.Call{ID: c.ID, Name: c.Name, Space: screen.Image, Raw: json.RawMessage(c.RawJSON())}
 	switch {
 	case clients[c.Name]:
@@ -331,8 +394,13 @@ func decodeToolUse(c anthropic.BetaContentBlockUnion, d Decoder, clients map[str
 		}
 	case truncated:
 		call.DecodeErr = ErrTruncated
+	case browser && c.Name == BrowserToolName:
+		a, err := browsertool.DecodeTool(c.Input)
+		if call.DecodeErr = err; err == nil {
+			call.Actions = []actions.Action{a}
+		}
 	case c.Name != ToolName:
-		call.DecodeErr = fmt.Errorf("%w %q: the tools are %s", ErrUnknownTool, clip(c.Name), toolNames(clients))
+		call.DecodeErr = fmt.Errorf("%w %q: the tools are %s", ErrUnknownTool, clip(c.Name), toolNames(clients, browser))
 	default:
 		call.Actions, call.DecodeErr = d.Decode(c.Input)
 	}
@@ -340,8 +408,11 @@ func decodeToolUse(c anthropic.BetaContentBlockUnion, d Decoder, clients map[str
 }
 
 // toolNames lists the declared tools, for an error message.
-func toolNames(clients map[string]bool) string {
+func toolNames(clients map[string]bool, browser bool) string {
 	names := []string{ToolName}
+	if browser {
+		names = append(names, BrowserToolName)
+	}
 	for n := range clients {
 		names = append(names, n)
 	}
@@ -560,12 +631,17 @@ func (m *Model) send(ctx context.Context, msgs []anthropic.BetaMessageParam) (*a
 	if err == nil {
 		return resp, nil
 	}
-	var apiErr *anthropic.Error
+	var (
+		apiErr   *anthropic.Error
+		retryErr *retry.Error
+	)
 	switch {
-	case errors.As(err, &apiErr):
-		return nil, fmt.Errorf("messages request: %w: %s", ErrAPI, describe(apiErr))
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("messages request: %w", context.Cause(ctx))
+	case errors.As(err, &apiErr):
+		return nil, fmt.Errorf("messages request: %w: %s", ErrAPI, describe(apiErr))
+	case errors.As(err, &retryErr):
+		return nil, fmt.Errorf("messages request: %w: %w", ErrAPI, retryErr)
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, fmt.Errorf("messages request: timed out after %v: %w", m.cfg.Timeout, err)
 	}

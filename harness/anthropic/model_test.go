@@ -704,7 +704,7 @@ func TestAPIErrors(t *testing.T) {
 		)
 		m := newModel(t, srv, anthropic.Computer20250124, func(c *anthropic.Config) { c.MaxRetries = -1 })
 		in := harness.Input{Task: "Hi.", Shot: shot(t, "f1", 1)}
-		for i, want := range []string{"status 400 invalid_request_error: messages.0: bad (request req_fake_000)", "status 529 overloaded_error"} {
+		for i, want := range []string{"status 400 invalid_request_error: messages.0: bad (request req_fake_000)", "the Anthropic API answered 529 Overloaded; giving up: overloaded_error"} {
 			_, err := m.Next(t.Context(), in)
 			if !errors.Is(err, anthropic.ErrAPI) || !strings.Contains(err.Error(), want) {
 				t.Errorf("Next() #%d = %v, want ErrAPI saying %q", i, err, want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/browsertool"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -124,11 +125,17 @@ type Config struct {
 	HTTPClient *http.Client  // nil means a new client with default transport settings
 	Timeout    time.Duration // per attempt; default DefaultTimeout
 	// MaxRetries counts retries after a failed attempt (connection errors,
-	// 408, 409, 429, 5xx), with exponential backoff that honours
+	// timeouts, 408, 409, 429, 5xx, a response cut off part-way, a 2xx body
+	// that is not a chat completion), with exponential backoff that honours
 	// Retry-After and Retry-After-Ms. 0 means DefaultMaxRetries; negative
-	// means none.
+	// means none. When they run out, Next's error says what each attempt
+	// got ("the chat completions server answered 503 Service Unavailable
+	// 5 times; giving up").
 	MaxRetries int
-	Logger     *slog.Logger // nil means slog.Default()
+	// RetryWait is the first backoff when the server names no wait; it
+	// doubles with each retry (up to 30s). Default 500ms.
+	RetryWait time.Duration
+	Logger    *slog.Logger // nil means slog.Default()
 
 	// Price is what the model costs, for hosted open models. Nil means
 	// free (a model on one's own server): tokens are still counted.
@@ -140,6 +147,12 @@ type Config struct {
 	// arguments) and no Actions; its Result.Output, or "Error: " and
 	// Result.Err, is sent back as the tool message.
 	Tools []harness.ToolSpec
+	// Browser declares the browser actions as functions after the
+	// computer function; the Functions dialect only: list_tabs,
+	// switch_tab {tab}, close_tab {tab}, dialog {accept, text} and upload
+	// {files}, decoded into actions.ListTabs, SwitchTab, CloseTab, Dialog
+	// and Upload. Off by default: only a browser display can run them.
+	Browser bool
 }
 
 // Price is what a model costs in US dollars per million tokens.
@@ -200,7 +213,15 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Tools) > 0 && c.Dialect != Functions {
 		return c, fmt.Errorf("chat: Config.Tools needs the %s dialect; %s has no function calls", Functions, c.Dialect)
 	}
+	if c.Browser && c.Dialect != Functions {
+		return c, fmt.Errorf("chat: Config.Browser needs the %s dialect; %s has no function calls", Functions, c.Dialect)
+	}
 	seen := map[string]bool{}
+	if c.Browser {
+		for _, n := range browsertool.Names {
+			seen[n] = true
+		}
+	}
 	for i, t := range c.Tools {
 		switch {
 		case t.Name == "":
@@ -208,7 +229,7 @@ func (c Config) withDefaults() (Config, error) {
 		case t.Name == ComputerFunction:
 			return c, fmt.Errorf("chat: Tools[%d]: %q is the computer function's name", i, t.Name)
 		case seen[t.Name]:
-			return c, fmt.Errorf("chat: Tools[%d]: %q is declared twice", i, t.Name)
+			return c, fmt.Errorf("chat: Tools[%d]: %q is declared twice (or is a browser function)", i, t.Name)
 		}
 		seen[t.Name] = true
 		if len(bytes.TrimSpace(t.InputSchema)) > 0 {

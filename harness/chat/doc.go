@@ -67,10 +67,14 @@
 //
 // # Transport
 //
-// All HTTP goes through Config.BaseURL with the SDK's client, which
-// retries connection errors, 408, 409, 429 and 5xx with exponential
-// backoff and honours Retry-After and Retry-After-Ms; Config.Timeout
-// bounds each attempt. Usage comes from the response's usage object; open
+// All HTTP goes through Config.BaseURL with the SDK's client, over a
+// transport that retries (Config.MaxRetries) connection errors, timeouts,
+// 408, 409, 429 and 5xx, responses cut off part-way and 2xx bodies that are
+// not a chat completion, with exponential backoff (Config.RetryWait) that
+// honours Retry-After and Retry-After-Ms; Config.Timeout bounds each
+// attempt. The SDK's own retries are off: they cannot see a bad 2xx body.
+// When the retries run out, Next's error says what each attempt got. API
+// keys never appear in Next's errors, even when the server echoes one. Usage comes from the response's usage object; open
 // models on one's own server cost nothing (Config.Price sets a price for
 // hosted ones). API keys, image bytes and typed text are never logged.
 //

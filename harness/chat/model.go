@@ -18,6 +18,8 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/browsertool"
+	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -84,15 +86,26 @@ func New(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	hc := http.Client{}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	// Retries happen in retry.Transport, which also retries garbage and
+	// cut-off bodies and counts the attempts; the SDK's are off.
+	hc.Transport = &retry.Transport{
+		Base:    hc.Transport,
+		Retries: cfg.MaxRetries,
+		Wait:    cfg.RetryWait,
+		Timeout: cfg.Timeout,
+		Check:   checkCompletion,
+		API:     "the chat completions server",
+		Secrets: []string{cfg.APIKey},
+		Log:     cfg.Logger.With(logKeyModel, cfg.Model),
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithRequestTimeout(cfg.Timeout),
+		option.WithHTTPClient(&hc),
+		option.WithMaxRetries(0),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -111,6 +124,12 @@ func New(cfg Config) (*Model, error) {
 			Description: param.NewOpt(computerDescription(m.functionSpace(cfg.Display), cfg.Display)),
 			Parameters:  shared.FunctionParameters(computerSchema()),
 		})}
+		if cfg.Browser {
+			for _, f := range browsertool.Functions() {
+				m.tools = append(m.tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+					Name: f.Name, Description: param.NewOpt(f.Description), Parameters: shared.FunctionParameters(f.Parameters)}))
+			}
+		}
 		m.clients = map[string]bool{}
 		for _, t := range cfg.Tools {
 			var schema map[string]any
@@ -128,16 +147,32 @@ func New(cfg Config) (*Model, error) {
 	return m, nil
 }
 
+// checkCompletion says whether a 2xx body is a chat completion.
+func checkCompletion(body []byte) error {
+	var c struct {
+		Choices json.RawMessage `json:"choices"`
+	}
+	if json.Unmarshal(body, &c) != nil || !strings.HasPrefix(strings.TrimSpace(string(c.Choices)), "[") {
+		return errors.New("a chat completion")
+	}
+	return nil
+}
+
 // Dialect returns the dialect the Model speaks.
 func (m *Model) Dialect() Dialect { return m.cfg.Dialect }
 
 // Next sends in and returns the model's next turn. It blocks for the HTTP
 // request, retries included. If it fails, the conversation is as it was,
-// so Next may be called again with the same Input.
+// so Next may be called again with the same Input. Its errors never hold
+// the API key, even one the server echoed.
 func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	turn, err := m.next(ctx, in)
+	return turn, retry.Scrubbed(err, m.cfg.APIKey)
+}
 
+func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	add, size, err := m.input(in)
 	if err != nil {
 		return harness.Turn{}, err
@@ -200,6 +235,10 @@ func (m *Model) commit(add []message, size screen.Size, calls []pending, done *h
 func apiError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("chat: create completion: %w", context.Cause(ctx))
+	}
+	var re *retry.Error
+	if errors.As(err, &re) {
+		return fmt.Errorf("chat: create completion: %w", re)
 	}
 	var e *openai.Error
 	if errors.As(err, &e) {
@@ -660,6 +699,12 @@ func (m *Model) parseFunctions(c openai.ChatCompletionChoice, size screen.Size) 
 			}
 		case err != nil:
 			call.DecodeErr = invalidf("%s: %v", tc.Function.Name, err)
+		case m.cfg.Browser && slices.Contains(browsertool.Names, tc.Function.Name):
+			call.Space = screen.Image // no coordinates
+			var a actions.Action
+			if a, call.DecodeErr = browsertool.Decode(tc.Function.Name, json.RawMessage(args)); call.DecodeErr == nil {
+				call.Actions = []actions.Action{a}
+			}
 		case tc.Function.Name != ComputerFunction:
 			call.DecodeErr = invalidf("unknown function %s (%s)", quoteClip(tc.Function.Name), m.functionNames())
 		default:
@@ -687,10 +732,13 @@ func (m *Model) parseFunctions(c openai.ChatCompletionChoice, size screen.Size) 
 
 // functionNames says which functions are declared, for an error message.
 func (m *Model) functionNames() string {
-	if len(m.cfg.Tools) == 0 {
+	if len(m.cfg.Tools) == 0 && !m.cfg.Browser {
 		return "the only function is " + ComputerFunction
 	}
 	names := []string{ComputerFunction}
+	if m.cfg.Browser {
+		names = append(names, browsertool.Names...)
+	}
 	for _, t := range m.cfg.Tools {
 		names = append(names, t.Name)
 	}

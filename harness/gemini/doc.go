@@ -48,8 +48,12 @@
 // ("gemini-call-N") and its response carries no id, as it came.
 //
 // Usage comes from usageMetadata; CostUSD is an estimate from a small price
-// table. The SDK's own retry ignores Retry-After, so the Model retries 408,
-// 429 and 5xx responses itself, honouring Retry-After and Google's RetryInfo.
+// table. The SDK's own retry ignores Retry-After, so the Model retries
+// itself (Config.MaxRetries): connection errors, timeouts, 408, 409, 429
+// and 5xx, responses cut off part-way and 2xx bodies that are not a
+// GenerateContentResponse, honouring Retry-After and Google's RetryInfo.
+// When the retries run out, Next's error says what each attempt got; API
+// keys never appear in it, even when the endpoint echoes one.
 // The wire uses the REST API's camelCase names (computerUse,
 // excludedPredefinedFunctions, functionResponse, thoughtSignature); the API
 // accepts them as it accepts the snake_case ones.

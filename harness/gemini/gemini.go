@@ -18,6 +18,8 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/browsertool"
+	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -50,8 +52,19 @@ type Config struct {
 	// transport is wrapped with retries and per-attempt timeouts.
 	HTTPClient *http.Client
 	Timeout    time.Duration // per HTTP attempt; default DefaultTimeout, negative means none
-	MaxRetries int           // retries of 408, 429 and 5xx; default DefaultMaxRetries, negative means none
-	Logger     *slog.Logger  // nil means slog.Default()
+	// MaxRetries counts retries after a failed attempt (connection errors,
+	// timeouts, 408, 409, 429, 5xx, a response cut off part-way, a 2xx body
+	// that is not a GenerateContentResponse), waiting as Retry-After or the
+	// error's google.rpc.RetryInfo asks (up to 2 minutes; a longer wait
+	// ends the retries), else with exponential backoff. Default
+	// DefaultMaxRetries, negative means none. When they run out, Next's
+	// error says what each attempt got ("the Gemini API answered 429 Too
+	// Many Requests 4 times; giving up").
+	MaxRetries int
+	// RetryWait is the first backoff when the server names no wait; it
+	// doubles with each retry (up to 30s). Default 500ms.
+	RetryWait time.Duration
+	Logger    *slog.Logger // nil means slog.Default()
 
 	// Functions is the predefined function set; FunctionsAuto (the zero
 	// value) picks it by model name with FunctionSetFor.
@@ -83,6 +96,12 @@ type Config struct {
 	// {"error": ...}. Names must differ from the predefined and Custom
 	// functions'.
 	Tools []harness.ToolSpec
+	// Browser declares the browser actions the predefined functions lack
+	// as ordinary functions beside computer_use: list_tabs, switch_tab
+	// {tab}, close_tab {tab}, dialog {accept, text} and upload {files},
+	// decoded into actions.ListTabs, SwitchTab, CloseTab, Dialog and
+	// Upload. Off by default: only a browser display can run them.
+	Browser bool
 }
 
 // Function is an ordinary function the model may call besides the
@@ -109,6 +128,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 // conversation, so it is one session's and is not safe for concurrent use.
 type Model struct {
 	models    *genai.Models
+	apiKey    string // for scrubbing errors only
 	model     string
 	set       FunctionSet
 	config    *genai.GenerateContentConfig
@@ -177,6 +197,29 @@ func New(cfg Config) (*Model, error) {
 			excluded = append(excluded, name)
 		}
 	}
+	if cfg.Browser {
+		for _, f := range browsertool.Functions() {
+			if _, dup := custom[f.Name]; dup {
+				return nil, fmt.Errorf("gemini: Custom: %q is a browser function (Config.Browser)", f.Name)
+			}
+			name := f.Name
+			custom[name] = Function{
+				Declaration: &genai.FunctionDeclaration{Name: name, Description: f.Description, ParametersJsonSchema: f.Parameters},
+				Decode: func(args map[string]any) ([]actions.Action, error) {
+					raw, err := json.Marshal(args)
+					if err != nil {
+						return nil, fmt.Errorf("%w: %s: the arguments are not JSON", actions.ErrInvalid, name)
+					}
+					a, err := browsertool.Decode(name, raw)
+					if err != nil {
+						return nil, err
+					}
+					return []actions.Action{a}, nil
+				},
+			}
+			decls = append(decls, custom[name].Declaration)
+		}
+	}
 	clients := map[string]bool{}
 	for i, t := range cfg.Tools {
 		switch {
@@ -219,12 +262,13 @@ func New(cfg Config) (*Model, error) {
 	hc := cmp.Or(cfg.HTTPClient, http.DefaultClient)
 	wrapped := *hc
 	base := cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport)
-	rt := &retryTransport{base: base, retries: DefaultMaxRetries, timeout: DefaultTimeout, log: log}
+	rt := &retry.Transport{Base: base, Retries: DefaultMaxRetries, Wait: cfg.RetryWait, Timeout: DefaultTimeout,
+		Check: checkResponse, Hint: retryInfo, API: "the Gemini API", Secrets: []string{cfg.APIKey}, Log: log}
 	if cfg.MaxRetries != 0 {
-		rt.retries = max(cfg.MaxRetries, 0)
+		rt.Retries = max(cfg.MaxRetries, 0)
 	}
 	if cfg.Timeout != 0 {
-		rt.timeout = max(cfg.Timeout, 0)
+		rt.Timeout = max(cfg.Timeout, 0)
 	}
 	wrapped.Transport = rt
 
@@ -244,6 +288,7 @@ func New(cfg Config) (*Model, error) {
 	}
 	return &Model{
 		models:    client.Models,
+		apiKey:    cfg.APIKey,
 		model:     model,
 		set:       set,
 		config:    gc,
@@ -265,8 +310,14 @@ func (m *Model) FunctionSet() FunctionSet { return m.set }
 // Call of the previous turn, in order (and may add a Task or Shot, sent
 // after the function responses). If Next fails, the conversation is as it
 // was, so the same Input can be sent again. Next blocks until the model
-// answers, ctx is done, or the retries and timeouts run out.
+// answers, ctx is done, or the retries and timeouts run out. Its errors
+// never hold the API key, even one the endpoint echoed.
 func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error) {
+	turn, err := m.next(ctx, in)
+	return turn, retry.Scrubbed(err, m.apiKey)
+}
+
+func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	user, err := m.userContent(in)
 	if err != nil {
 		return harness.Turn{}, err
@@ -274,11 +325,15 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 	contents := trimShots(append(slices.Clip(m.history), user), m.keepShots)
 	var total harness.Usage
 	for attempt := 0; ; attempt++ {
-		resp, err := m.models.GenerateContent(ctx, m.model, contents, m.config)
-		if err != nil {
-			if ctx.Err() != nil {
-				return harness.Turn{}, fmt.Errorf("gemini: generate content: %w", context.Cause(ctx))
-			}
+		resp, err := m.generate(ctx, contents)
+		var re *retry.Error
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return harness.Turn{}, fmt.Errorf("gemini: generate content: %w", context.Cause(ctx))
+		case errors.As(err, &re):
+			return harness.Turn{}, fmt.Errorf("gemini: generate content: %w", re)
+		default:
 			return harness.Turn{}, fmt.Errorf("gemini: generate content: %v", err)
 		}
 		total = addUsage(total, usage(resp.UsageMetadata, m.price))
@@ -294,6 +349,8 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 			return harness.Turn{Usage: total}, fmt.Errorf("gemini: the model's function call came back %s %d times", r.malformed, attempt+1)
 		}
 		r.turn.Usage = total
+		m.log.DebugContext(ctx, "gemini turn", "stop", string(r.turn.Stop), "calls", len(r.turn.Calls),
+			"input_tokens", total.InputTokens, "cached_tokens", total.CachedTokens, "output_tokens", total.OutputTokens)
 		m.history = contents
 		if r.content != nil {
 			m.history = append(m.history, r.content)
@@ -302,6 +359,19 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 		m.calls += len(r.pending)
 		return r.turn, nil
 	}
+}
+
+// generate sends one request. The SDK converts requests and responses
+// with type assertions it does not check, so content of an unexpected
+// shape can make it panic; that is an error here, as any other bad
+// response is.
+func (m *Model) generate(ctx context.Context, contents []*genai.Content) (resp *genai.GenerateContentResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("the Gemini SDK failed on the request or its response: %v", p)
+		}
+	}()
+	return m.models.GenerateContent(ctx, m.model, contents, m.config)
 }
 
 // userContent builds the user content for in: the function responses to
@@ -426,8 +496,12 @@ func (m *Model) parse(resp *genai.GenerateContentResponse) (parsed, error) {
 	c := resp.Candidates[0]
 	var r parsed
 	var texts []string
-	if c.Content != nil && len(c.Content.Parts) > 0 {
-		r.content = c.Content
+	// Null parts are dropped: the history is sent back, and the SDK's
+	// request encoder cannot take them.
+	if c.Content != nil && slices.ContainsFunc(c.Content.Parts, func(p *genai.Part) bool { return p != nil }) {
+		content := *c.Content
+		content.Parts = slices.DeleteFunc(slices.Clone(content.Parts), func(p *genai.Part) bool { return p == nil })
+		r.content = &content
 		if r.content.Role == "" {
 			r.content.Role = genai.RoleModel
 		}

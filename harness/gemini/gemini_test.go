@@ -470,7 +470,7 @@ func TestStopReasons(t *testing.T) {
 			geminitest.Turn{FinishReason: "MALFORMED_FUNCTION_CALL"}.Reply(),
 			geminitest.Turn{FinishReason: "MALFORMED_FUNCTION_CALL"}.Reply(),
 		}, requests: 3, wantErr: "MALFORMED_FUNCTION_CALL 3 times"},
-		{name: "no candidates", replies: []geminitest.Reply{geminitest.JSON(200, map[string]any{})}, requests: 1, wantErr: "no candidates"},
+		{name: "no candidates", replies: []geminitest.Reply{geminitest.JSON(200, map[string]any{})}, requests: 1, wantErr: "200 OK with JSON that is not a GenerateContentResponse; giving up"},
 		{name: "bad request", replies: []geminitest.Reply{geminitest.Error(400, "INVALID_ARGUMENT", "bad thing", "")}, requests: 1, wantErr: "bad thing"},
 	}
 	for _, tt := range tests {

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/browsertool"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -65,8 +67,11 @@ type Config struct {
 	// Functions names Spotter extension actions to declare as ordinary
 	// function tools, for the kinds OpenAI's computer tool lacks: any of
 	// "navigate", "go_back", "go_forward", "triple_click", "mouse_down",
-	// "mouse_up", "hold_key", "zoom", "cursor_position". Their arguments
-	// are the fields DecodeAction documents for the type of the same name.
+	// "mouse_up", "hold_key", "zoom", "cursor_position", and the browser
+	// actions "list_tabs", "switch_tab", "close_tab", "dialog" and
+	// "upload" (BrowserFunctions; only a browser display runs them). Their
+	// arguments are the fields DecodeAction documents for the type of the
+	// same name. None are declared by default.
 	Functions []string
 
 	// Tools are application-side tools, declared as function tools (name,
@@ -103,11 +108,17 @@ type Config struct {
 	HTTPClient *http.Client  // nil means a new client with default transport settings
 	Timeout    time.Duration // per attempt; default DefaultTimeout
 	// MaxRetries counts retries after a failed attempt (connection errors,
-	// 408, 409, 429, 5xx), with exponential backoff that honours
-	// Retry-After and Retry-After-Ms. 0 means DefaultMaxRetries; negative
-	// means none.
+	// timeouts, 408, 409, 429, 5xx, a response cut off part-way, a 2xx body
+	// that is not a Responses API response), with exponential backoff that
+	// honours Retry-After and Retry-After-Ms. 0 means DefaultMaxRetries;
+	// negative means none. When they run out, Next's error says what each
+	// attempt got ("the OpenAI API answered 429 Too Many Requests 5 times;
+	// giving up").
 	MaxRetries int
-	Logger     *slog.Logger // nil means slog.Default()
+	// RetryWait is the first backoff when the server names no wait; it
+	// doubles with each retry (up to 30s). Default 500ms.
+	RetryWait time.Duration
+	Logger    *slog.Logger // nil means slog.Default()
 
 	// Price, if set, replaces the built-in price table for cost estimates.
 	Price *Price
@@ -165,7 +176,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for _, f := range c.Functions {
 		if _, ok := functionSchemas[f]; !ok {
-			return c, fmt.Errorf("openai: unknown function %q (want one of %s)", f, strings.Join(extensionTypes, ", "))
+			return c, fmt.Errorf("openai: unknown function %q (want one of %s)", f, strings.Join(slices.Sorted(maps.Keys(functionSchemas)), ", "))
 		}
 	}
 	seen := map[string]bool{}
@@ -203,6 +214,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// BrowserFunctions returns the browser actions that Config.Functions may
+// declare: list, switch and close tabs, answer a JavaScript dialog, answer
+// a file chooser.
+func BrowserFunctions() []string { return slices.Clone(browsertool.Names) }
 
 // toolFor picks the tool version for a model name.
 func toolFor(model string) Tool {

@@ -76,10 +76,14 @@
 //
 // # Transport
 //
-// All HTTP goes through Config.BaseURL with the SDK's client, which retries
-// connection errors, 408, 409, 429 and 5xx with exponential backoff and
-// honours Retry-After and Retry-After-Ms; Config.Timeout bounds each
-// attempt. The SDK's environment variables are not read here: cmd/ calls
+// All HTTP goes through Config.BaseURL with the SDK's client, over a
+// transport that retries (Config.MaxRetries) connection errors, timeouts,
+// 408, 409, 429 and 5xx, responses cut off part-way and 2xx bodies that are
+// not a Responses API response, with exponential backoff
+// (Config.RetryWait) that honours Retry-After and Retry-After-Ms;
+// Config.Timeout bounds each attempt. The SDK's own retries are off: they
+// cannot see a bad 2xx body. When the retries run out, Next's error says
+// what each attempt got, and never holds the API key. The SDK's environment variables are not read here: cmd/ calls
 // ConfigFromEnv. API keys and image bytes are never logged.
 //
 // Usage per turn comes from the response; its cost is an estimate from a

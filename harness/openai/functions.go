@@ -1,5 +1,7 @@
 package openai
 
+import "github.com/spotter-harness/spotter/harness/internal/browsertool"
+
 // A function tool for one Spotter extension action: its description and
 // the JSON schema of its arguments, which are the fields DecodeAction reads
 // for the type of the same name.
@@ -22,7 +24,10 @@ var (
 	buttonSchema = map[string]any{"type": "string", "enum": []string{"left", "right", "wheel", "back", "forward"}}
 )
 
-var functionSchemas = map[string]function{
+// functionSchemas are the extension functions Config.Functions may name:
+// the extension actions, and the browser actions (tabs, dialogs, file
+// choosers) whose arguments DecodeAction reads the same way.
+var functionSchemas = withBrowser(map[string]function{
 	"navigate": {"Load a URL in the current tab.",
 		schemaObject(map[string]any{"url": map[string]any{"type": "string", "description": "An absolute URL."}}, "url")},
 	"go_back":         {"Go back one page in the tab's history.", schemaObject(map[string]any{})},
@@ -38,4 +43,13 @@ var functionSchemas = map[string]function{
 		schemaObject(map[string]any{"keys": keysSchema, "duration_ms": numberSchema}, "keys", "duration_ms")},
 	"zoom": {"Look at the region from (x1, y1) to (x2, y2) of the screenshot at full resolution. Later coordinates still refer to the full screenshot.",
 		schemaObject(map[string]any{"x1": numberSchema, "y1": numberSchema, "x2": numberSchema, "y2": numberSchema}, "x1", "y1", "x2", "y2")},
+})
+
+// withBrowser adds the browser actions to m.
+func withBrowser(m map[string]function) map[string]function {
+	for _, f := range browsertool.Functions() {
+		f.Parameters["additionalProperties"] = false
+		m[f.Name] = function{f.Description, f.Parameters}
+	}
+	return m
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -72,16 +73,27 @@ func New(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	hc := http.Client{}
+	if cfg.HTTPClient != nil {
+		hc = *cfg.HTTPClient
+	}
+	// Retries happen in retry.Transport, which also retries garbage and
+	// cut-off bodies and counts the attempts; the SDK's are off.
+	hc.Transport = &retry.Transport{
+		Base:    hc.Transport,
+		Retries: cfg.MaxRetries,
+		Wait:    cfg.RetryWait,
+		Timeout: cfg.Timeout,
+		Check:   checkResponse,
+		API:     "the OpenAI API",
+		Secrets: []string{cfg.APIKey},
+		Log:     cfg.Logger.With(logKeyModel, cfg.Model),
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithRequestTimeout(cfg.Timeout),
+		option.WithHTTPClient(&hc),
+		option.WithMaxRetries(0),
 	}
 	if cfg.Organization != "" {
 		opts = append(opts, option.WithOrganization(cfg.Organization))
@@ -106,6 +118,17 @@ func New(cfg Config) (*Model, error) {
 		m.price, m.known = priceFor(cfg.Model)
 	}
 	return m, nil
+}
+
+// checkResponse says whether a 2xx body is a Responses API response.
+func checkResponse(body []byte) error {
+	var r struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if json.Unmarshal(body, &r) != nil || !strings.HasPrefix(strings.TrimSpace(string(r.Output)), "[") {
+		return errors.New("a Responses API response")
+	}
+	return nil
 }
 
 // tools declares the computer tool and the extension functions.
@@ -155,11 +178,16 @@ func schemaOf(raw json.RawMessage) map[string]any {
 
 // Next sends in and returns the model's next turn. It blocks for the HTTP
 // request, retries included. If it fails, the conversation is as it was, so
-// Next may be called again with the same Input.
+// Next may be called again with the same Input. Its errors never hold the
+// API key, even one the endpoint echoed.
 func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	turn, err := m.next(ctx, in)
+	return turn, retry.Scrubbed(err, m.cfg.APIKey)
+}
 
+func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	add, last, err := m.input(in)
 	if err != nil {
 		return harness.Turn{}, err
@@ -185,6 +213,10 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 func apiError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("openai: create response: %w", context.Cause(ctx))
+	}
+	var re *retry.Error
+	if errors.As(err, &re) {
+		return fmt.Errorf("openai: create response: %w", re)
 	}
 	var e *responses.Error
 	if errors.As(err, &e) {
