@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,11 +27,6 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
-	"github.com/spotter-harness/spotter/harness/anthropic"
-	"github.com/spotter-harness/spotter/harness/cassette"
-	"github.com/spotter-harness/spotter/harness/chat"
-	"github.com/spotter-harness/spotter/harness/gemini"
-	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/demo"
 	"github.com/spotter-harness/spotter/internal/replay"
@@ -223,20 +217,21 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		}
 		defer stop()
 		startURL = base + "/" + strings.TrimPrefix(path, "/")
-		task.Policy.Hosts = demoHosts(task.Policy.Hosts, base)
+		task.Policy.Hosts = runner.DemoHosts(task.Policy.Hosts, base)
 	}
 
-	image := imageSize(task)
+	image := screen.Size{W: task.Image.Width, H: task.Image.Height}
+	if image.Empty() {
+		image = runner.ImageSize(task.Model, screen.Size{W: task.Display.Width, H: task.Display.Height})
+	}
 	if t.VNC != nil && task.Image.Width == 0 {
 		image = screen.Size{} // the desktop's own size
 	}
-	model, player, err := newModel(ctx, task.Model, image, o.Getenv, log)
+	model, player, err := runner.NewTaskModel(task.Model, image, o.Getenv, log)
 	if err != nil {
 		return err
 	}
-	if player != nil {
-		defer player.stop()
-	}
+
 	var rp *replay.Model
 	if o.Replay {
 		rec, err := replay.Load(t.Replay)
@@ -293,7 +288,7 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		fail("the run ended with %s: %s", out.Stop, out.Err)
 	}
 	if player != nil {
-		if err := player.p.Err(); err != nil {
+		if err := player.Err(); err != nil {
 			fail("cassette: %v", err)
 		}
 	}
@@ -422,70 +417,6 @@ func (s *shared) close() {
 	}
 }
 
-// newModel builds the model a test names with runner.NewModel. A cassette
-// is served by its player on loopback, with placeholder keys and nothing
-// else from the environment, so that after the run the player can say
-// whether the replay went as recorded, all interactions played included
-// (runner.NewModel keeps its player to itself). The caller must stop a
-// returned player.
-func newModel(ctx context.Context, m runner.ModelSpec, image screen.Size, getenv func(string) string, log *slog.Logger) (harness.Model, *player, error) {
-	if m.Cassette == "" {
-		model, err := runner.NewModel(m, image, nil, getenv, log)
-		return model, nil, err
-	}
-	// The recorded paths are those under the provider's default base URL.
-	base, ok := map[string]string{"anthropic": anthropic.DefaultBaseURL, "openai": openai.DefaultBaseURL,
-		"gemini": gemini.DefaultBaseURL, "chat": chat.DefaultBaseURL}[m.Provider]
-	if !ok {
-		return nil, nil, fmt.Errorf("%w: a %q model cannot replay a cassette", ErrTest, m.Provider)
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := cassette.Open(m.Cassette)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: cassette: %v", ErrTest, err)
-	}
-	addr, stop, err := p.Serve(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	m.Cassette, m.BaseURL = "", addr+u.Path
-	replayEnv := func(k string) string {
-		switch k {
-		case "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY":
-			return "cassette-replay"
-		}
-		return ""
-	}
-	model, err := runner.NewModel(m, image, nil, replayEnv, log)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return model, &player{p: p, stop: stop}, nil
-}
-
-// player is a cassette's player, serving on loopback until stop.
-type player struct {
-	p    *cassette.Player
-	stop func()
-}
-
-// imageSize is the image the model is sent: the task's, or the largest its
-// model's size rule allows for the viewport (a script's is the viewport).
-func imageSize(t runner.Task) screen.Size {
-	if t.Image.Width > 0 {
-		return screen.Size{W: t.Image.Width, H: t.Image.Height}
-	}
-	viewport := screen.Size{W: t.Display.Width, H: t.Display.Height}
-	if t.Model.Provider == "script" {
-		return viewport
-	}
-	return screen.RuleFor(t.Model.Provider, t.Model.Name).Fit(viewport)
-}
-
 // progressEvent prints a line for each action the loop performs.
 func progressEvent(o Options, e trace.Event) {
 	switch e.Type {
@@ -503,22 +434,6 @@ func progressEvent(o Options, e trace.Event) {
 			o.progress("    step %d: %s", e.Step, clip(strings.Join(strings.Fields(e.Text), " "), 100))
 		}
 	}
-}
-
-// demoHosts replaces the host "demo" with the demo app's address.
-func demoHosts(hosts []string, base string) []string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return hosts
-	}
-	out := make([]string, len(hosts))
-	for i, h := range hosts {
-		if h == "demo" {
-			h = u.Host
-		}
-		out[i] = h
-	}
-	return out
 }
 
 func writeJSON(path string, v any) error {

@@ -35,13 +35,14 @@ func NewModel(m ModelSpec, image screen.Size, tools []harness.ToolSpec, getenv f
 	return model, err
 }
 
-// newModel builds the model a task names. display is the size of the image
-// the model is sent; getenv supplies API keys and base URLs (nil: none).
+// NewTaskModel builds the model a task names. display is the size of the
+// image the model is sent; getenv supplies API keys and base URLs (nil:
+// none).
 //
 // With a cassette, the provider's real adapter talks to a replay of the
 // recorded exchange instead of the network, with a placeholder key; the
 // returned player says afterwards whether the replay went as recorded.
-func newModel(m ModelSpec, display screen.Size, getenv func(string) string, log *slog.Logger) (harness.Model, *cassette.Player, error) {
+func NewTaskModel(m ModelSpec, display screen.Size, getenv func(string) string, log *slog.Logger) (harness.Model, *cassette.Player, error) {
 	return buildModel(m, display, nil, getenv, log)
 }
 

@@ -104,19 +104,19 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		}
 		defer stop()
 		startURL = base + "/" + strings.TrimPrefix(path, "/")
-		policy.Hosts = demoHosts(policy.Hosts, base)
+		policy.Hosts = DemoHosts(policy.Hosts, base)
 	}
 
 	viewport := screen.Size{W: t.Display.Width, H: t.Display.Height}
 	res.Image = screen.Size{W: t.Image.Width, H: t.Image.Height}
 	if res.Image.Empty() {
-		res.Image = imageSize(t.Model, viewport)
+		res.Image = ImageSize(t.Model, viewport)
 	}
 	model := o.Model
 	var replay *cassette.Player
 	if model == nil {
 		var err error
-		if model, replay, err = newModel(t.Model, res.Image, o.Getenv, log); err != nil {
+		if model, replay, err = NewTaskModel(t.Model, res.Image, o.Getenv, log); err != nil {
 			return res, err
 		}
 	}
@@ -207,18 +207,18 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	return res, writeJSON(filepath.Join(o.Out, "result.json"), res)
 }
 
-// imageSize is the largest image the model's size rule allows for the
+// ImageSize is the largest image the model's size rule allows for the
 // viewport. A script's coordinates are written against the viewport itself.
-func imageSize(m ModelSpec, viewport screen.Size) screen.Size {
+func ImageSize(m ModelSpec, viewport screen.Size) screen.Size {
 	if m.Provider == "script" {
 		return viewport
 	}
 	return screen.RuleFor(m.Provider, m.Name).Fit(viewport)
 }
 
-// demoHosts replaces the host name "demo" in a policy's hosts with the demo
+// DemoHosts replaces the host name "demo" in a policy's hosts with the demo
 // app's loopback address, which is only known once it listens.
-func demoHosts(hosts []string, base string) []string {
+func DemoHosts(hosts []string, base string) []string {
 	u, err := url.Parse(base)
 	if err != nil {
 		return hosts

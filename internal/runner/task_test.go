@@ -86,8 +86,8 @@ func TestExampleTasksParse(t *testing.T) {
 }
 
 func TestDemoHosts(t *testing.T) {
-	got := demoHosts([]string{"demo", "example.com"}, "http://127.0.0.1:4567")
+	got := DemoHosts([]string{"demo", "example.com"}, "http://127.0.0.1:4567")
 	if got[0] != "127.0.0.1:4567" || got[1] != "example.com" {
-		t.Errorf("demoHosts() = %v", got)
+		t.Errorf("DemoHosts() = %v", got)
 	}
 }
