@@ -82,23 +82,26 @@ func providerModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, g
 	case "anthropic":
 		c := anthropic.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
+		c.MaxTokens, c.HTTPClient, c.Tools, c.Browser = m.MaxTokens, client, tools, m.BrowserTools
 		return anthropic.New(c)
 	case "openai":
 		c := openai.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
 		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
+		if m.BrowserTools {
+			c.Functions = append(c.Functions, openai.BrowserFunctions()...)
+		}
 		return openai.New(c)
 	case "gemini":
 		c := gemini.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
+		c.MaxTokens, c.HTTPClient, c.Tools, c.Browser = m.MaxTokens, client, tools, m.BrowserTools
 		return gemini.New(c)
 	case "chat":
 		// Open models on an OpenAI-compatible endpoint (vLLM, Ollama, LM Studio).
 		c := chat.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = m.Name, cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
+		c.MaxTokens, c.HTTPClient, c.Tools, c.Browser = m.MaxTokens, client, tools, m.BrowserTools
 		return chat.New(c)
 	}
 	return nil, fmt.Errorf("%w: unknown model provider %q (want one of %v)", ErrTask, m.Provider, Providers)

@@ -66,3 +66,21 @@ func TestNewModel(t *testing.T) {
 		t.Errorf("request tools = %+v, want computer and lookup_booking", body.Tools)
 	}
 }
+
+func TestBrowserToolsReachEveryProvider(t *testing.T) {
+	for _, p := range []string{"anthropic", "openai", "gemini", "chat"} {
+		m := ModelSpec{Provider: p, Name: "some-model", BrowserTools: true}
+		if p == "chat" {
+			m.Name = "qwen2.5-vl-7b-instruct" // a function-calling model, not UI-TARS
+		}
+		getenv := func(string) string { return "test-key" }
+		if _, err := NewModel(m, screen.Size{W: 1280, H: 800}, nil, getenv, nil); err != nil {
+			t.Errorf("%s with browser_tools: %v", p, err)
+		}
+	}
+	// UI-TARS speaks its own trained actions: there is nowhere to declare them.
+	uitars := ModelSpec{Provider: "chat", Name: "ui-tars-1.5-7b", BrowserTools: true}
+	if _, err := NewModel(uitars, screen.Size{W: 1280, H: 800}, nil, func(string) string { return "k" }, nil); err == nil {
+		t.Errorf("chat UI-TARS with browser_tools: no error, want a refusal")
+	}
+}

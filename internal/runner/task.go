@@ -75,6 +75,11 @@ type ModelSpec struct {
 	// A relative path is relative to the task file.
 	Cassette string `yaml:"cassette"`
 
+	// BrowserTools offers the model the browser actions its provider's
+	// computer tool lacks (list, switch and close tabs, answer a dialog,
+	// upload a file), as the adapter's extra tool or functions.
+	BrowserTools bool `yaml:"browser_tools"`
+
 	// Script models only.
 	Turns  []script.Turn `yaml:"turns"`
 	Strict *bool         `yaml:"strict"` // default true: an unexpected error result fails the run
