@@ -67,7 +67,10 @@ func (r *runner) concurrency(ctx context.Context) error {
 	}
 	for _, s := range setups {
 		if err := r.ramp(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+			if ctx.Err() != nil {
+				return err
+			}
+			r.report(Figure{Section: "concurrency", Name: s.name, Note: fmt.Sprintf("FAILED: %v", err)})
 		}
 	}
 	return nil
@@ -105,7 +108,12 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 		}
 		samples, wrong, wall, err := r.together(ctx, tabs)
 		if err != nil {
-			return fmt.Errorf("%d sessions: %w", n, err)
+			if ctx.Err() != nil {
+				return err
+			}
+			r.report(Figure{Section: "concurrency", Name: fmt.Sprintf("%s: %d sessions", s.name, n),
+				Note: fmt.Sprintf("FAILED: %v", err)})
+			break
 		}
 		mem, err := s.memory()
 		if err != nil {
