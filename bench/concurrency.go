@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/cdp/perf"
@@ -62,7 +63,7 @@ func (r *runner) concurrency(ctx context.Context) error {
 		defer sb.Close()
 		setups = append(setups, setup{name: "sandboxed (containerd), a browser per sandbox",
 			open:   func(ctx context.Context) (display, error) { return sb.open(ctx, r.site) },
-			memory: usedMemory,
+			memory: sandboxMemory,
 			close:  func() {}})
 	}
 	for _, s := range setups {
@@ -86,7 +87,6 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 		}
 		s.close()
 	}()
-	mem0, _ := usedMemory()
 	var p95one, memOne float64
 	best, under250 := 0, 0
 	var last Figure
@@ -118,9 +118,6 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 		mem, err := s.memory()
 		if err != nil {
 			return err
-		}
-		if s.name == "sandboxed (containerd), a browser per sandbox" {
-			mem -= mem0
 		}
 		sum := perf.Summarize(samples)
 		f := latency("concurrency", fmt.Sprintf("%s: %d sessions", s.name, n), samples)
@@ -261,6 +258,30 @@ func pss(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// sandboxMemory returns the memory charged to Spotter's sandboxes: the sum
+// of their cgroups' memory.current (cgroup v2) or memory.usage_in_bytes
+// (v1), which counts their tmpfs files and page cache too.
+func sandboxMemory() (int64, error) {
+	ns := containerd.DefaultNamespace
+	files, _ := filepath.Glob("/sys/fs/cgroup/" + ns + "/*/memory.current")
+	if len(files) == 0 {
+		files, _ = filepath.Glob("/sys/fs/cgroup/memory/" + ns + "/*/memory.usage_in_bytes")
+	}
+	if len(files) == 0 {
+		return 0, fmt.Errorf("no cgroups of sandboxes under /sys/fs/cgroup for namespace %s", ns)
+	}
+	var total int64
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a sandbox that just ended
+		}
+		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		total += v
+	}
+	return total, nil
 }
 
 // usedMemory returns the machine's memory in use (MemTotal - MemAvailable),
