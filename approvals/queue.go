@@ -104,17 +104,25 @@ type Event struct {
 	Request Request   `json:"request"`
 }
 
-// QueueConfig configures a Queue. Both hooks are optional. They are called
-// synchronously, one at a time, before the change takes effect; an error
+// QueueConfig configures a Queue. Every hook is optional. Hooks are called
+// synchronously and one at a time, in the order of the changes, and may
+// read the queue (Pending, Get) but must not change it.
+//
+// OnRequest and OnDecision run before their change takes effect; an error
 // from either cancels the change (a request that cannot be recorded is not
-// asked; a decision that cannot be audited is not taken). They may read
-// the queue (Pending, Get) but must not change it.
+// asked; a decision that cannot be audited is not taken). OnEvent runs
+// after it: a request is in the queue when OnEvent sees it, so whoever it
+// tells can decide it at once, and the asker of a decided request is woken
+// only after OnEvent returns, so that what OnEvent tells comes first.
 type QueueConfig struct {
 	// OnRequest sees every new request, to persist it.
 	OnRequest func(Request) error
 	// OnDecision sees every decision with the request as the human saw
 	// it: who decided, when, and what, for the audit log.
 	OnDecision func(Request, Verdict) error
+	// OnEvent sees every change once it has taken effect, to notify
+	// people: a new request (not a restored one), or a decision.
+	OnEvent func(Event)
 }
 
 // Queue holds the requests that wait for a human. It is safe for
@@ -293,17 +301,22 @@ func (q *Queue) settleLocked(r Request, v Verdict) error {
 		}
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	e, ok := q.pending[r.ID]
 	if !ok {
+		q.mu.Unlock()
 		return fmt.Errorf("%s: %w", r.ID, ErrDecided) // unreachable while hookMu is held
 	}
 	e.req = r
 	delete(q.pending, r.ID)
 	delete(q.byKey, keyOf(r))
 	q.rememberLocked(r)
-	close(e.done)
-	q.publishLocked(Event{Type: EventDecision, Request: r})
+	ev := Event{Type: EventDecision, Request: r}
+	q.publishLocked(ev)
+	q.mu.Unlock()
+	if q.cfg.OnEvent != nil {
+		q.cfg.OnEvent(ev)
+	}
+	close(e.done) // the asker wakes after OnEvent
 	return nil
 }
 
@@ -431,13 +444,20 @@ func (q *Queue) attach(r Request) (*entry, Request, error) {
 	}
 	e := &entry{req: r, done: make(chan struct{})}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if _, dup := q.pending[r.ID]; dup {
+		q.mu.Unlock()
 		return nil, Request{}, fmt.Errorf("ask: request id %s is already pending", r.ID)
 	}
 	q.pending[r.ID] = e
 	q.byKey[k] = r.ID
-	q.publishLocked(Event{Type: EventRequest, Request: r})
+	ev := Event{Type: EventRequest, Request: r}
+	q.publishLocked(ev)
+	q.mu.Unlock()
+	// Persisted, then in the queue, then announced: whoever is told can
+	// decide it at once.
+	if q.cfg.OnEvent != nil {
+		q.cfg.OnEvent(ev)
+	}
 	return e, r, nil
 }
 

@@ -337,3 +337,66 @@ func TestConcurrentDecisions(t *testing.T) {
 		t.Errorf("%d requests audited, want %d", len(audited), n)
 	}
 }
+
+// A client told of a request by OnEvent can decide it at once: the request
+// is in the queue by then, and its asker wakes only after OnEvent has told
+// of the decision.
+func TestOnEventOrder(t *testing.T) {
+	var q *approvals.Queue
+	var mu sync.Mutex
+	var log []string
+	decided := make(chan error, 1)
+	q = approvals.NewQueue(approvals.QueueConfig{
+		OnRequest: func(r approvals.Request) error {
+			if _, err := q.Get(r.ID); !errors.Is(err, approvals.ErrNotFound) {
+				t.Errorf("Get(%s) in OnRequest = %v, want ErrNotFound: it is persisted before it is queued", r.ID, err)
+			}
+			return nil
+		},
+		OnEvent: func(ev approvals.Event) {
+			mu.Lock()
+			log = append(log, string(ev.Type))
+			mu.Unlock()
+			if ev.Type != approvals.EventRequest {
+				return
+			}
+			if _, err := q.Get(ev.Request.ID); err != nil {
+				t.Errorf("Get(%s) in OnEvent = %v, want the pending request", ev.Request.ID, err)
+			}
+			// A client reacting at once, on another goroutine.
+			go func() { decided <- q.Decide(ev.Request.ID, approvals.Verdict{Kind: approvals.Approve, By: "ann"}) }()
+		},
+	})
+	got, err := q.Ask(t.Context(), newRequest("s", "c1", 0))
+	if err != nil || got.Verdict == nil || got.Verdict.Kind != approvals.Approve {
+		t.Fatalf("Ask() = %+v, %v, want an approval", got.Verdict, err)
+	}
+	if err := <-decided; err != nil {
+		t.Errorf("Decide() right after the request event = %v, want nil", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"request", "decision"}; fmt.Sprint(log) != fmt.Sprint(want) {
+		t.Errorf("OnEvent saw %v before Ask returned, want %v", log, want)
+	}
+}
+
+// Restored requests are not announced again.
+func TestRestoreIsQuiet(t *testing.T) {
+	n := 0
+	q := approvals.NewQueue(approvals.QueueConfig{OnEvent: func(approvals.Event) { n++ }})
+	r := newRequest("s", "c1", 0)
+	r.ID = "ap_1"
+	if err := q.Restore([]approvals.Request{r}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("OnEvent calls after Restore = %d, want 0", n)
+	}
+	if err := q.Decide("ap_1", approvals.Verdict{Kind: approvals.Deny, By: "ann", Reason: "no"}); err != nil {
+		t.Fatalf("Decide(restored) = %v", err)
+	}
+	if n != 1 {
+		t.Errorf("OnEvent calls after Decide = %d, want 1", n)
+	}
+}

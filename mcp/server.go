@@ -66,6 +66,12 @@ type Config struct {
 	Limits   actions.Limits        // zero: actions' defaults
 	Capture  screen.CaptureOptions // the screenshot sent back; zero Size: the viewport's CSS size
 	Approver harness.Approver      // nil: actions run once the Policy allows them
+	// NewApprover, when set, gives each new session its own Approver
+	// (such as an approvals.Gate per session, with the display to
+	// hit-test) instead of Approver. id is the session's id in this
+	// server. When the session closes, an Approver with a
+	// Close(context.Context) error method is closed.
+	NewApprover func(ctx context.Context, id string, d Display) (harness.Approver, error)
 
 	MaxSessions int          // default 8
 	Name        string       // the server's name in the handshake; default "spotter"
@@ -94,6 +100,15 @@ type session struct {
 	exec *Executor
 	disp Display
 	url  string // the start URL
+}
+
+// close closes the session's display, and its Approver if it has a Close.
+func (se *session) close(ctx context.Context) error {
+	var err error
+	if c, ok := se.exec.Approver.(interface{ Close(context.Context) error }); ok {
+		err = c.Close(ctx)
+	}
+	return errors.Join(err, se.disp.Close(ctx))
 }
 
 // New returns a Server.
@@ -159,7 +174,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.wg.Wait()
 	var errs []error
 	for _, se := range all {
-		errs = append(errs, se.disp.Close(context.WithoutCancel(ctx)))
+		errs = append(errs, se.close(context.WithoutCancel(ctx)))
 	}
 	return errors.Join(errs...)
 }
@@ -186,7 +201,7 @@ func (s *Server) open(ctx context.Context, start string) (*session, error) {
 	if err != nil || s.closed {
 		delete(s.sessions, id)
 		if err == nil {
-			se.disp.Close(context.WithoutCancel(ctx))
+			se.close(context.WithoutCancel(ctx))
 			err = errors.New("the server is closed")
 		}
 		return nil, err
@@ -210,8 +225,15 @@ func (s *Server) newSession(ctx context.Context, id, start string) (*session, er
 			return nil, fmt.Errorf("open %s: %w", start, err)
 		}
 	}
+	approver := s.cfg.Approver
+	if s.cfg.NewApprover != nil {
+		if approver, err = s.cfg.NewApprover(ctx, id, d); err != nil {
+			d.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("approvals of session %s: %w", id, err)
+		}
+	}
 	return &session{id: id, disp: d, url: start, exec: &Executor{Display: d, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
-		Approver: s.cfg.Approver, Capture: s.cfg.Capture}}, nil
+		Approver: approver, Capture: s.cfg.Capture}}, nil
 }
 
 // closeSession closes the session id.
@@ -231,7 +253,7 @@ func (s *Server) closeSession(ctx context.Context, id string) error {
 		return fmt.Errorf("%w %q", ErrNoSession, id)
 	}
 	s.log.InfoContext(ctx, "session closed", "session", id)
-	return se.disp.Close(context.WithoutCancel(ctx))
+	return se.close(context.WithoutCancel(ctx))
 }
 
 // lookup returns the session a call names, or the connection's default

@@ -22,9 +22,13 @@ const (
 const (
 	actorAPI      = "token:api"      // a client with the bearer token
 	actorOperator = "operator:panel" // the panel, logged in with the token
+	actorScoped   = "token:session/" // + the session id: a session-scoped token
 )
 
-const ctxActor = "spotter.actor"
+const (
+	ctxActor = "spotter.actor"
+	ctxScope = "spotter.scope" // the session of a scoped token
+)
 
 // derive makes a credential from the server token, so that cookies stay
 // valid across restarts with the same token and never reveal it.
@@ -59,17 +63,35 @@ func (s *Server) crossSite(c *gin.Context) {
 	c.Next()
 }
 
-// authenticate lets through a bearer token, or the login cookie with (on
-// state-changing requests) the CSRF token.
+// authenticate lets through the server token, a session-scoped token (on
+// its session's routes only), or the login cookie with (on state-changing
+// requests) the CSRF token. It then applies the rate limits on decisions.
 func (s *Server) authenticate(c *gin.Context) {
 	if h := c.GetHeader("Authorization"); h != "" {
 		tok, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || !equal(strings.TrimSpace(tok), s.token) {
+		tok = strings.TrimSpace(tok)
+		switch {
+		case !ok:
 			abort(c, http.StatusUnauthorized, "bad credentials")
 			return
+		case equal(tok, s.token):
+			c.Set(ctxActor, actorAPI)
+		default:
+			sid, ok := s.scopedSession(tok)
+			if !ok {
+				abort(c, http.StatusUnauthorized, "bad credentials")
+				return
+			}
+			if why := s.outOfScope(c, sid); why != "" {
+				abort(c, http.StatusForbidden, why)
+				return
+			}
+			c.Set(ctxActor, actorScoped+sid)
+			c.Set(ctxScope, sid)
 		}
-		c.Set(ctxActor, actorAPI)
-		c.Next()
+		if s.limitDecisions(c, actor(c)) {
+			c.Next()
+		}
 		return
 	}
 	ck, err := c.Cookie(cookieAuth)
@@ -82,7 +104,9 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	c.Set(ctxActor, actorOperator)
-	c.Next()
+	if s.limitDecisions(c, actorOperator) {
+		c.Next()
+	}
 }
 
 func actor(c *gin.Context) string { return c.GetString(ctxActor) }
@@ -90,6 +114,9 @@ func actor(c *gin.Context) string { return c.GetString(ctxActor) }
 // login checks the token a person typed into the panel and sets the
 // cookies.
 func (s *Server) login(c *gin.Context) {
+	if !s.allow(c, loginLimit, remoteHost(c.Request), 1) {
+		return
+	}
 	tok := c.PostForm("token")
 	if tok == "" {
 		var body struct {
@@ -101,7 +128,7 @@ func (s *Server) login(c *gin.Context) {
 		tok = body.Token
 	}
 	if !equal(tok, s.token) {
-		s.mgr.Audit(c, "anonymous", "login_failed", "", "", map[string]string{"remote": c.ClientIP()})
+		s.mgr.Audit(c.Request.Context(), "anonymous", "login_failed", "", "", map[string]string{"remote": remoteHost(c.Request)})
 		abort(c, http.StatusUnauthorized, "bad token")
 		return
 	}
@@ -110,7 +137,7 @@ func (s *Server) login(c *gin.Context) {
 		Secure: secure, SameSite: http.SameSiteStrictMode})
 	http.SetCookie(c.Writer, &http.Cookie{Name: cookieCSRF, Value: s.derive("csrf"), Path: "/",
 		Secure: secure, SameSite: http.SameSiteStrictMode})
-	s.mgr.Audit(c, actorOperator, "login", "", "", map[string]string{"remote": c.ClientIP()})
+	s.mgr.Audit(c.Request.Context(), actorOperator, "login", "", "", map[string]string{"remote": remoteHost(c.Request)})
 	c.JSON(http.StatusOK, gin.H{"ok": true, "csrf": s.derive("csrf")})
 }
 
@@ -120,10 +147,97 @@ func (s *Server) logout(c *gin.Context) {
 	for _, n := range []string{cookieAuth, cookieCSRF} {
 		http.SetCookie(c.Writer, &http.Cookie{Name: n, Value: "", Path: "/", MaxAge: -1, SameSite: http.SameSiteStrictMode})
 	}
-	s.mgr.Audit(c, actor(c), "logout", "", "", nil)
+	s.mgr.Audit(c.Request.Context(), actor(c), "logout", "", "", nil)
 	c.JSON(http.StatusOK, gin.H{"ok": true})
 }
 
 func abort(c *gin.Context, code int, msg string) {
 	c.AbortWithStatusJSON(code, gin.H{"error": msg})
+}
+
+// Session-scoped tokens (docs/API.md, "Session-scoped tokens") are
+// "sst." + session id + "." + an HMAC of the id under the server token:
+// nothing is stored, they survive restarts, and they are void once the
+// server token changes.
+const scopedPrefix = "sst."
+
+// ScopedToken returns the token that can act on session id only.
+func (s *Server) ScopedToken(id string) string {
+	return scopedPrefix + id + "." + s.derive("session-token/"+id)
+}
+
+// scopedSession returns the session of a valid scoped token.
+func (s *Server) scopedSession(tok string) (string, bool) {
+	rest, ok := strings.CutPrefix(tok, scopedPrefix)
+	if !ok {
+		return "", false
+	}
+	id, _, ok := strings.Cut(rest, ".")
+	if !ok || id == "" || !equal(tok, s.ScopedToken(id)) {
+		return "", false
+	}
+	return id, true
+}
+
+// sessionRoutes are the routes a scoped token may use, on its own session
+// (the :id parameter). Every other route is refused: creating sessions,
+// listing them, the audit log, issuing tokens, and any route added later.
+var sessionRoutes = map[string]bool{
+	"GET /session/:id":                         true,
+	"POST /session/:id":                        true,
+	"GET /session/:id/events":                  true,
+	"GET /session/:id/shots/*name":             true,
+	"GET /session/:id/screen":                  true,
+	"POST /session/:id/stop":                   true,
+	"POST /session/:id/takeover":               true,
+	"POST /session/:id/input":                  true,
+	"POST /executor/sessions/:id/call":         true,
+	"GET /executor/sessions/:id/calls/:callId": true,
+	"DELETE /executor/sessions/:id":            true,
+}
+
+// outOfScope says why a token scoped to session sid may not make the
+// request, or "" when it may.
+func (s *Server) outOfScope(c *gin.Context, sid string) string {
+	route := c.Request.Method + " " + c.FullPath()
+	const other = "this token is scoped to another session"
+	switch {
+	case sessionRoutes[route]:
+		if c.Param("id") != sid {
+			return other
+		}
+		return ""
+	case route == "GET /approvals":
+		if c.Query("session") != sid {
+			return "this token is scoped to one session: list its approvals with ?session=" + sid
+		}
+		return ""
+	case route == "POST /approvals/:id":
+		// An unknown approval is refused like another session's, so a
+		// scoped token learns nothing about other sessions.
+		a, err := s.st.Approval(c.Request.Context(), c.Param("id"))
+		if err != nil || a.Session != sid {
+			return other
+		}
+		return ""
+	case route == "POST /logout":
+		return ""
+	}
+	return "a session-scoped token cannot use this route"
+}
+
+// issueToken answers POST /session/:id/token: a token scoped to the
+// session, for the server token or the panel only.
+func (s *Server) issueToken(c *gin.Context) {
+	if _, scoped := c.Get(ctxScope); scoped {
+		abort(c, http.StatusForbidden, "a session-scoped token cannot issue tokens")
+		return
+	}
+	ss, err := s.mgr.Get(c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.mgr.Audit(c.Request.Context(), actor(c), "token_issued", ss.ID(), "", nil)
+	c.JSON(http.StatusOK, gin.H{"session": ss.ID(), "token": s.ScopedToken(ss.ID())})
 }

@@ -37,6 +37,7 @@ var Routes = []Route{
 	{"POST", "/session/:id/stop"},
 	{"POST", "/session/:id/takeover"},
 	{"POST", "/session/:id/input"},
+	{"POST", "/session/:id/token"},
 	{"GET", "/approvals"},
 	{"POST", "/approvals/:id"},
 	{"GET", "/audit"},
@@ -45,6 +46,9 @@ var Routes = []Route{
 	{"POST", "/executor/sessions/:id/call"},
 	{"GET", "/executor/sessions/:id/calls/:callId"},
 	{"DELETE", "/executor/sessions/:id"},
+	{"GET", "/mcp"},
+	{"POST", "/mcp"},
+	{"DELETE", "/mcp"},
 }
 
 // maxWait bounds the long-poll of executor calls.
@@ -74,6 +78,7 @@ func (s *Server) routes() *gin.Engine {
 		"POST /session/:id/stop":                   s.stop,
 		"POST /session/:id/takeover":               s.takeover,
 		"POST /session/:id/input":                  s.input,
+		"POST /session/:id/token":                  s.issueToken,
 		"GET /approvals":                           s.listApprovals,
 		"POST /approvals/:id":                      s.decide,
 		"GET /audit":                               s.audit,
@@ -82,6 +87,9 @@ func (s *Server) routes() *gin.Engine {
 		"POST /executor/sessions/:id/call":         s.execCall,
 		"GET /executor/sessions/:id/calls/:callId": s.execResult,
 		"DELETE /executor/sessions/:id":            s.execDelete,
+		"GET /mcp":                                 s.serveMCP,
+		"POST /mcp":                                s.serveMCP,
+		"DELETE /mcp":                              s.serveMCP,
 	}
 	auth := e.Group("/", s.authenticate)
 	for _, r := range Routes {
@@ -168,7 +176,7 @@ func (s *Server) session(c *gin.Context) (*session.Session, bool) {
 }
 
 func (s *Server) listSessions(c *gin.Context) {
-	recs, err := s.mgr.Sessions(c)
+	recs, err := s.mgr.Sessions(c.Request.Context())
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -188,7 +196,7 @@ func (s *Server) createSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	ss, err := s.mgr.Create(c, session.KindAgent, spec, actor(c))
+	ss, err := s.mgr.Create(c.Request.Context(), session.KindAgent, spec, actor(c))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -210,7 +218,7 @@ func (s *Server) postSession(c *gin.Context) {
 		return
 	}
 	after := ss.LastSeq()
-	if err := ss.Post(c, body.Messages, actor(c)); err != nil {
+	if err := ss.Post(c.Request.Context(), body.Messages, actor(c)); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -222,7 +230,7 @@ func (s *Server) history(c *gin.Context) {
 	if !ok {
 		return
 	}
-	h, err := ss.History(c)
+	h, err := ss.History(c.Request.Context())
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -275,8 +283,13 @@ func (s *Server) stream(c *gin.Context, ss *session.Session, after int64, untilS
 			}
 		}
 		w.Flush()
-		if untilStop && len(evs) == 0 && !ss.Busy() {
-			return
+		if untilStop && !ss.Busy() {
+			// Nothing runs, so no turn_stop is coming unless it was
+			// emitted already (finish emits it before Busy turns false).
+			if more, _ := ss.Events(after); len(more) == 0 {
+				return
+			}
+			continue
 		}
 		select {
 		case <-changed:
@@ -323,7 +336,7 @@ func (s *Server) stop(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := ss.Stop(c, actor(c)); err != nil {
+	if err := ss.Stop(c.Request.Context(), actor(c)); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -346,7 +359,7 @@ func (s *Server) takeover(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "active is required")
 		return
 	}
-	if err := ss.Takeover(c, *body.Active, actor(c)); err != nil {
+	if err := ss.Takeover(c.Request.Context(), *body.Active, actor(c)); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -363,7 +376,7 @@ func (s *Server) input(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	shot, err := ss.Input(c, a, actor(c))
+	shot, err := ss.Input(c.Request.Context(), a, actor(c))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -393,21 +406,11 @@ func (s *Server) decide(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if err := s.mgr.Decide(c.Request.Context(), c.Param("id"), d, actor(c)); err != nil {
+		s.fail(c, err)
+		return
+	}
 	a, err := s.st.Approval(c, c.Param("id"))
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	ss, err := s.mgr.Get(a.Session)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := ss.Decide(c, a.ID, d, actor(c)); err != nil {
-		s.fail(c, err)
-		return
-	}
-	a, err = s.st.Approval(c, a.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -433,12 +436,12 @@ func (s *Server) execCreate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	ss, err := s.mgr.Create(c, session.KindExecutor, spec, actor(c))
+	ss, err := s.mgr.Create(c.Request.Context(), session.KindExecutor, spec, actor(c))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	shot, err := ss.First(c)
+	shot, err := ss.First(c.Request.Context())
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -482,7 +485,7 @@ func (s *Server) execCall(c *gin.Context) {
 		abort(c, http.StatusBadRequest, "the call is not JSON")
 		return
 	}
-	res, err := ss.Call(c, raw, wait)
+	res, err := ss.Call(c.Request.Context(), raw, wait)
 	s.execAnswer(c, res, err)
 }
 
@@ -496,7 +499,7 @@ func (s *Server) execResult(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	res, err := ss.CallResult(c, c.Param("callId"), wait)
+	res, err := ss.CallResult(c.Request.Context(), c.Param("callId"), wait)
 	s.execAnswer(c, res, err)
 }
 
@@ -517,6 +520,9 @@ func (s *Server) execAnswer(c *gin.Context, res session.ExecResult, err error) {
 	if res.Error != "" {
 		out["error"] = res.Error
 	}
+	if res.Message != nil {
+		out["message"] = res.Message
+	}
 	c.JSON(http.StatusOK, out)
 }
 
@@ -529,9 +535,14 @@ func (s *Server) execDelete(c *gin.Context) {
 		abort(c, http.StatusConflict, "not an executor session")
 		return
 	}
-	if err := ss.Stop(c, actor(c)); err != nil {
+	if err := ss.Stop(c.Request.Context(), actor(c)); err != nil {
 		s.fail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "stopped"})
+}
+
+// serveMCP hands /mcp to the MCP server's streamable HTTP transport.
+func (s *Server) serveMCP(c *gin.Context) {
+	s.mcpH.ServeHTTP(c.Writer, c.Request)
 }

@@ -23,13 +23,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/store"
@@ -47,10 +52,14 @@ type Config struct {
 	// Token is the credential of API clients and the panel's login; ""
 	// makes a random one (Server.Token).
 	Token string
-	// Isolate is how session displays are sandboxed: "local" (the
-	// default: a Chromium process per session).
-	Isolate string
-	Browser string // Chromium executable; "" looks it up
+	// Sandboxes, when set, runs each session's browser (agent, executor
+	// and MCP sessions alike) in a sandbox of its own, with
+	// runner.OpenDisplay, whose only way out is an egress proxy allowing
+	// the session's policy hosts and its start URL's host
+	// (runner.EgressFor). Nil means a Chromium process per session on the
+	// host. The Server does not close them. NewDisplay, when set, wins.
+	Sandboxes *runner.Sandboxes
+	Browser   string // Chromium executable; "" looks it up
 	// Getenv supplies provider keys and base URLs (nil: none).
 	Getenv func(string) string
 	Logger *slog.Logger // nil: slog.Default()
@@ -67,6 +76,27 @@ type Config struct {
 	// Store, when set, is used instead of opening DB; the Server does not
 	// close it.
 	Store store.Store
+	// MCP configures the MCP server mounted at /mcp.
+	MCP MCPConfig
+}
+
+// MCPConfig configures the MCP server (package mcp, streamable HTTP) that
+// a Server mounts at /mcp, behind the same credentials as every route.
+// Each MCP session gets its own display and a session of kind "mcp"
+// whose approvals wait in the same queue as the others: the panel lists
+// them, POST /approvals/:id decides them, and the MCP call waits for the
+// decision.
+type MCPConfig struct {
+	StartURL string // opened in every MCP session; "" opens none
+	// Policy is what MCP calls may do; nil means actions.Standard(), with
+	// StartURL's host as the only navigation host.
+	Policy *actions.Policy
+	// Rules decide what needs a human; the zero Rules are
+	// approvals.Default().
+	Rules       approvals.Rules
+	Display     session.DisplaySpec // zero: 1280x800 at DPR 1
+	Image       screen.Size         // the screenshot sent back; zero: the viewport's CSS size
+	MaxSessions int                 // default 8
 }
 
 // MaxBody is the largest request body the server reads.
@@ -84,6 +114,10 @@ type Server struct {
 	engine *gin.Engine
 	assets fs.FS
 	cop    *http.CrossOriginProtection
+	limits limiter // rate limits (ratelimit.go)
+
+	mcp  *mcp.Server
+	mcpH http.Handler // mcp's streamable HTTP handler, which holds the MCP sessions
 }
 
 // New opens the store, restores the stored sessions (resuming those that
@@ -91,11 +125,6 @@ type Server struct {
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("web: Config.DataDir is required")
-	}
-	switch cfg.Isolate {
-	case "", "local":
-	default:
-		return nil, fmt.Errorf("web: isolate %q is not supported by the server yet (want local)", cfg.Isolate)
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("web: data directory: %w", err)
@@ -126,21 +155,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return defaultModel(m, image, tools, getenv, s.log)
 		}
 	}
-	newDisplay := cfg.NewDisplay
-	if newDisplay == nil {
-		newDisplay = func(ctx context.Context, d session.DisplaySpec) (session.Display, error) {
-			return cdp.Open(ctx, cdp.Config{Exec: cfg.Browser, Viewport: d.Size(), DPR: d.DPR, Logger: s.log})
-		}
-	}
+	newDisplay := s.opener()
 	mgr, err := session.New(session.Config{
 		Store: s.st,
 		Dir:   filepath.Join(cfg.DataDir, "sessions"),
 		NewModel: func(ctx context.Context, sp session.Spec, image screen.Size) (harness.Model, error) {
 			return newModel(ctx, sp.Model, image, sp.Tools)
 		},
-		NewDisplay: func(ctx context.Context, sp session.Spec) (session.Display, error) {
-			return newDisplay(ctx, sp.Display)
-		},
+		NewDisplay:      newDisplay,
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Logger:          s.log,
 	})
@@ -149,6 +171,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mgr = mgr
+	if s.mcp, err = s.newMCP(newDisplay); err != nil {
+		_ = mgr.Close(ctx)
+		s.closeStore()
+		return nil, err
+	}
+	s.mcpH = s.mcp.Handler()
 	if err := mgr.Restore(ctx); err != nil {
 		// A session that cannot be restored is reported; the others run.
 		s.log.Error("restore sessions", "err", err)
@@ -202,9 +230,91 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close stops every session (they resume on the next start), closes their
 // displays and the store.
 func (s *Server) Close(ctx context.Context) error {
+	merr := s.mcp.Close(ctx)
 	err := s.mgr.Close(ctx)
-	return errors.Join(err, s.closeStore())
+	return errors.Join(merr, err, s.closeStore())
 }
+
+// opener returns how sessions open their displays: Config.NewDisplay, a
+// sandboxed browser (Config.Sandboxes), or a browser on the host.
+func (s *Server) opener() func(context.Context, session.Spec) (session.Display, error) {
+	cfg := s.cfg
+	switch {
+	case cfg.NewDisplay != nil:
+		return func(ctx context.Context, sp session.Spec) (session.Display, error) {
+			return cfg.NewDisplay(ctx, sp.Display)
+		}
+	case cfg.Sandboxes != nil:
+		return func(ctx context.Context, sp session.Spec) (session.Display, error) {
+			var hosts []string
+			if sp.Policy != nil {
+				hosts = sp.Policy.Hosts
+			}
+			return runner.OpenDisplay(ctx, runner.DisplayRequest{Viewport: sp.Display.Size(), DPR: sp.Display.DPR,
+				Browser: cfg.Browser, StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes,
+				Egress: runner.EgressFor(hosts, sp.StartURL), Logger: s.log})
+		}
+	}
+	return func(ctx context.Context, sp session.Spec) (session.Display, error) {
+		return cdp.Open(ctx, cdp.Config{Exec: cfg.Browser, Viewport: sp.Display.Size(), DPR: sp.Display.DPR, Logger: s.log})
+	}
+}
+
+// newMCP builds the MCP server mounted at /mcp: each of its sessions has a
+// display of its own and an approvals.Gate on the sessions' queue.
+func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.Display, error)) (*mcp.Server, error) {
+	mc := s.cfg.MCP
+	ds := mc.Display
+	if ds.Width == 0 && ds.Height == 0 {
+		ds.Width, ds.Height = 1280, 800
+	}
+	ds.DPR = cmp.Or(ds.DPR, 1)
+	var policy actions.Policy
+	if mc.Policy != nil {
+		policy = *mc.Policy
+	} else {
+		policy = actions.Standard()
+		policy.Hosts = nil
+		if u, err := url.Parse(mc.StartURL); err == nil && u.Host != "" {
+			policy.Hosts = []string{u.Host}
+		}
+	}
+	if err := mc.Rules.Validate(); err != nil {
+		return nil, fmt.Errorf("web: MCP rules: %w", err)
+	}
+	return mcp.New(mcp.Config{
+		NewDisplay: func(ctx context.Context) (mcp.Display, error) {
+			return newDisplay(ctx, session.Spec{Display: ds, StartURL: mc.StartURL, Policy: &policy})
+		},
+		StartURL: mc.StartURL,
+		Policy:   policy,
+		Capture:  screen.CaptureOptions{Size: mc.Image},
+		NewApprover: func(ctx context.Context, id string, d mcp.Display) (harness.Approver, error) {
+			sid, err := s.mgr.Attach(ctx, session.KindMCP, "MCP session "+id, "mcp")
+			if err != nil {
+				return nil, err
+			}
+			a, err := s.mgr.Approver(sid, mc.Rules, policy.Hosts, d)
+			if err != nil {
+				_ = s.mgr.Detach(ctx, sid)
+				return nil, err
+			}
+			return mcpApprover{Approver: a, mgr: s.mgr, id: sid}, nil
+		},
+		MaxSessions: mc.MaxSessions,
+		Logger:      s.log,
+	})
+}
+
+// mcpApprover is an MCP session's Approver; closing it ends the session
+// of kind "mcp" that shows its approvals.
+type mcpApprover struct {
+	harness.Approver
+	mgr *session.Manager
+	id  string
+}
+
+func (a mcpApprover) Close(ctx context.Context) error { return a.mgr.Detach(ctx, a.id) }
 
 func (s *Server) closeStore() error {
 	if s.ownSt {

@@ -103,6 +103,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-// serverBench measures the server section; it is filled in with the server.
-var serverBench func(ctx context.Context, report func(bench.Figure)) error

@@ -23,7 +23,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	data := fs.String("data", "spotter-data", "data directory: the SQLite database and the sessions' screenshots")
 	db := fs.String("db", "", "database DSN: a postgres:// URL (default: SQLite in --data)")
 	token := fs.String("token", "", "the API and panel token (default: $SPOTTER_TOKEN, or a random one printed at start)")
-	isolation := fs.String("isolate", "local", "how session browsers run: local")
+	isolation := fs.String("isolate", "none", isolateHelp)
+	memory := fs.Uint64("memory", 0, "each sandbox's memory limit in MiB (containerd; 0: isolate's default)")
+	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
 	timeout := fs.Duration("approval-timeout", 0, "how long an approval waits for a human before it counts as denied (default 5m)")
 	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
@@ -52,14 +54,25 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{2, err}
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Isolate: *isolation,
-		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout})
+	_, sbx, err := openSandboxes(startCtx, *isolation, *memory, log)
+	if err != nil {
+		cancel()
+		ln.Close()
+		return exitError{2, err}
+	}
+	if sbx != nil {
+		defer sbx.Close(context.WithoutCancel(ctx))
+	}
+	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
+		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout,
+		MCP: web.MCPConfig{StartURL: *mcpStart}})
 	cancel()
 	if err != nil {
 		ln.Close()
 		return exitError{2, err}
 	}
 	fmt.Fprintf(stdout, "spotter: listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())
 	if tok == "" {
 		fmt.Fprintf(stdout, "spotter: token %s\n", srv.Token())
 	} else {

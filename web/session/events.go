@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/store"
 )
 
@@ -55,20 +56,15 @@ type ToolResultEvent struct {
 }
 
 // PermissionRequest is the data of permission_request and what an
-// approval's Request holds: what the human is shown.
+// approval's Request holds: what the human is shown. It is the queue's
+// approvals.Request (rule, action, target, marker in the pixels of Shot,
+// the frame, the model's words, the deadline) with the protocol's names
+// for its ids and the URL of the screenshot the model saw.
 type PermissionRequest struct {
-	ToolCallID string         `json:"toolCallId"`
-	ApprovalID string         `json:"approvalId"`
-	Index      int            `json:"index"`
-	Rule       string         `json:"rule"`
-	Reason     string         `json:"reason"`
-	Action     actions.Action `json:"action"`
-	Target     any            `json:"target,omitempty"`
-	Marker     *actions.Point `json:"marker,omitempty"` // in the pixels of Shot
-	Shot       string         `json:"shot,omitempty"`   // URL of the screenshot the model saw
-	ModelText  string         `json:"modelText,omitempty"`
-	Safety     any            `json:"safetyChecks,omitempty"`
-	Deadline   time.Time      `json:"deadline"`
+	approvals.Request
+	ToolCallID string `json:"toolCallId"`
+	ApprovalID string `json:"approvalId"`
+	Shot       string `json:"shot,omitempty"` // URL of the screenshot the model saw
 }
 
 // DecidedEvent is the data of approval_decided.

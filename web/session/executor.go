@@ -2,13 +2,11 @@ package session
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/gemini"
@@ -40,8 +38,12 @@ type execCall struct {
 	result harness.Result
 }
 
+// maxQueuedCalls is how many calls an executor session holds while its
+// loop is busy (waiting for a human, say).
+const maxQueuedCalls = 64
+
 func newExecModel() *execModel {
-	return &execModel{calls: make(chan *execCall), ready: make(chan struct{}), byID: map[string]*execCall{},
+	return &execModel{calls: make(chan *execCall, maxQueuedCalls), ready: make(chan struct{}), byID: map[string]*execCall{},
 		ended: make(chan struct{})}
 }
 
@@ -88,29 +90,35 @@ type ExecResult struct {
 	ApprovalID string          // the pending approval, when waiting for one
 	CallID     string          //
 	Native     json.RawMessage // the provider-native result
-	Error      string          // why the call failed, as the model would read it
-	Frame      screen.Frame    // the fresh screenshot's geometry
+	// Message is the provider-native text the result item cannot carry
+	// (an OpenAI user message item with the error and notes), or nil.
+	Message json.RawMessage
+	Error   string       // why the call failed, as the model would read it
+	Frame   screen.Frame // the fresh screenshot's geometry
 }
 
-// codec reads a provider's calls and writes its results.
+// codec reads a provider's calls and writes its results: the adapters'
+// executor functions. message, when set, is the text the result item has
+// no place for (OpenAI's computer_call_output).
 type codec struct {
-	decode func(raw json.RawMessage, display screen.Size) (harness.Call, error)
-	encode func(c harness.Call, r harness.Result) (json.RawMessage, error)
+	decode  func(raw json.RawMessage, display screen.Size) (harness.Call, error)
+	encode  func(c harness.Call, r harness.Result) (json.RawMessage, error)
+	message func(c harness.Call, r harness.Result) json.RawMessage
 }
 
 func codecFor(provider, model string) (codec, error) {
 	switch provider {
 	case "anthropic":
-		return codec{anthropic.DecodeCall, anthropic.EncodeResult}, nil
+		return codec{decode: anthropic.DecodeCall, encode: anthropic.EncodeResult}, nil
 	case "openai":
-		return codec{decodeOpenAI, encodeOpenAI}, nil
+		return codec{decode: openai.DecodeCall, encode: openai.EncodeResult, message: openai.ResultMessage}, nil
 	case "gemini":
-		set := gemini.FunctionsLegacy
+		set := gemini.FunctionsAuto
 		if model != "" {
 			set = gemini.FunctionSetFor(model)
 		}
-		return codec{func(raw json.RawMessage, _ screen.Size) (harness.Call, error) { return decodeGemini(set, raw) },
-			encodeGemini}, nil
+		decode := func(raw json.RawMessage, _ screen.Size) (harness.Call, error) { return gemini.DecodePart(raw, set) }
+		return codec{decode: decode, encode: gemini.EncodeResult}, nil
 	}
 	return codec{}, fmt.Errorf("%w: unknown provider %q", ErrBadRequest, provider)
 }
@@ -161,13 +169,16 @@ func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Durat
 	m.mu.Unlock()
 	if !seen {
 		select {
-		case m.calls <- c:
 		case <-m.ended:
 			s.forgetCall(call.ID)
-			return ExecResult{}, fmt.Errorf("%w: %s", ErrConflict, m.endWhy)
-		case <-ctx.Done():
+			return ExecResult{}, fmt.Errorf("%w: %s", ErrConflict, m.endReason())
+		default:
+		}
+		select {
+		case m.calls <- c: // queued; the loop runs it when it is free
+		default:
 			s.forgetCall(call.ID)
-			return ExecResult{}, context.Cause(ctx)
+			return ExecResult{}, fmt.Errorf("%w: %d calls are waiting already", ErrConflict, maxQueuedCalls)
 		}
 	}
 	return s.awaitCall(ctx, c, cd, wait)
@@ -217,19 +228,25 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 		default:
 		}
 		res := ExecResult{CallID: c.call.ID}
-		s.mu.Lock()
-		if p := s.pendingFor(c.call.ID); p != nil {
-			res.ApprovalID = p.id
+		if p, ok := s.m.pendingFor(s.id, c.call.ID, anyIndex); ok {
+			res.ApprovalID = p.ID
 		}
-		s.mu.Unlock()
 		return res, nil
 	}
 	r := c.result
 	native, err := cd.encode(c.call, r)
 	if err != nil {
+		if c.call.DecodeErr != nil {
+			// Too broken to answer in the provider's shape (no function
+			// name to pair with): the client's request was bad.
+			return ExecResult{}, bad("the call could not be decoded: %v", c.call.DecodeErr)
+		}
 		return ExecResult{}, err
 	}
 	res := ExecResult{Done: true, CallID: c.call.ID, Native: native}
+	if cd.message != nil {
+		res.Message = cd.message(c.call, r)
+	}
 	if r.Err != nil {
 		res.Error = r.Err.Error()
 	}
@@ -239,100 +256,8 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 	return res, nil
 }
 
-// decodeOpenAI reads a Responses API computer_call item: GA calls carry
-// "actions", preview ones a single "action".
-func decodeOpenAI(raw json.RawMessage, _ screen.Size) (harness.Call, error) {
-	call := harness.Call{Space: screen.Image, Raw: raw, Name: "computer"}
-	var b struct {
-		Type   string                `json:"type"`
-		CallID string                `json:"call_id"`
-		Action json.RawMessage       `json:"action"`
-		Acts   json.RawMessage       `json:"actions"`
-		Checks []harness.SafetyCheck `json:"pending_safety_checks"`
-	}
-	if err := json.Unmarshal(raw, &b); err != nil {
-		call.DecodeErr = fmt.Errorf("%w: a computer_call item must be a JSON object: %v", actions.ErrInvalid, err)
-		return call, call.DecodeErr
-	}
-	call.ID, call.SafetyChecks = b.CallID, b.Checks
-	var err error
-	switch {
-	case b.Type != "computer_call":
-		err = fmt.Errorf(`%w: item type %q, want "computer_call"`, actions.ErrInvalid, b.Type)
-	case len(b.Acts) > 0:
-		call.Actions, err = openai.DecodeActions(b.Acts)
-	case len(b.Action) > 0:
-		var a actions.Action
-		if a, err = openai.DecodeAction(b.Action); err == nil {
-			call.Actions = []actions.Action{a}
-		}
-	default:
-		err = fmt.Errorf("%w: the computer_call has no action", actions.ErrInvalid)
-	}
-	call.DecodeErr = err
-	return call, err
-}
-
-// encodeOpenAI answers a computer_call with a computer_call_output item.
-func encodeOpenAI(c harness.Call, r harness.Result) (json.RawMessage, error) {
-	out := map[string]any{"type": "computer_call_output", "call_id": c.ID}
-	if shot := r.Shot; shot != nil {
-		out["output"] = map[string]string{"type": "computer_screenshot", "image_url": dataURL(*shot)}
-	}
-	if len(r.Acknowledged) > 0 {
-		out["acknowledged_safety_checks"] = r.Acknowledged
-	}
-	return json.Marshal(out)
-}
-
-// decodeGemini reads a part holding a functionCall of Gemini's predefined
-// computer-use functions; coordinates are on the 0..999 grid.
-func decodeGemini(set gemini.FunctionSet, raw json.RawMessage) (harness.Call, error) {
-	call := harness.Call{Space: screen.Grid1000, Raw: raw}
-	var b struct {
-		FunctionCall *struct {
-			ID   string         `json:"id"`
-			Name string         `json:"name"`
-			Args map[string]any `json:"args"`
-		} `json:"functionCall"`
-	}
-	if err := json.Unmarshal(raw, &b); err != nil || b.FunctionCall == nil {
-		call.DecodeErr = fmt.Errorf("%w: want a part with a functionCall", actions.ErrInvalid)
-		return call, call.DecodeErr
-	}
-	fc := b.FunctionCall
-	call.ID, call.Name = fc.ID, fc.Name
-	if sd, ok := fc.Args["safety_decision"].(map[string]any); ok && sd["decision"] == "require_confirmation" {
-		msg, _ := sd["explanation"].(string)
-		call.SafetyChecks = []harness.SafetyCheck{{ID: fc.ID, Code: "require_confirmation", Message: msg}}
-		delete(fc.Args, "safety_decision")
-	}
-	var err error
-	call.Actions, err = gemini.DecodeCall(set, fc.Name, fc.Args)
-	call.DecodeErr = err
-	return call, err
-}
-
-// encodeGemini answers a functionCall with a functionResponse part.
-func encodeGemini(c harness.Call, r harness.Result) (json.RawMessage, error) {
-	resp := map[string]any{}
-	if r.Shot != nil && r.Shot.Frame.URL != "" {
-		resp["url"] = r.Shot.Frame.URL
-	}
-	if r.Err != nil {
-		resp["error"] = r.Err.Error()
-	}
-	if len(r.Acknowledged) > 0 {
-		resp["safety_acknowledgement"] = "true"
-	}
-	fr := map[string]any{"id": c.ID, "name": c.Name, "response": resp}
-	if r.Shot != nil {
-		fr["parts"] = []any{map[string]any{"inlineData": map[string]string{
-			"mimeType": "image/" + string(r.Shot.Frame.Format), "data": base64.StdEncoding.EncodeToString(r.Shot.Data)}}}
-	}
-	return json.Marshal(map[string]any{"functionResponse": fr})
-}
-
-func dataURL(s screen.Shot) string {
-	return "data:image/" + string(s.Frame.Format) + ";base64," + base64.StdEncoding.EncodeToString(s.Data)
+func (m *execModel) endReason() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.endWhy
 }

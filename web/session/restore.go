@@ -23,6 +23,10 @@ func (m *Manager) Restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("restore sessions: %w", err)
 	}
+	// Approvals first: a resumed run re-attaches to its pending ones.
+	if err := m.restoreApprovals(ctx); err != nil {
+		return err
+	}
 	var errs []error
 	for i := len(recs) - 1; i >= 0; i-- { // oldest first
 		if err := m.restore(ctx, recs[i]); err != nil {
@@ -72,9 +76,16 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 		s.emit(EventTurnStop, TurnStopEvent{StopReason: StopError, Error: why})
 		return nil
 	}
-	if rec.Kind == KindExecutor {
+	switch rec.Kind {
+	case KindExecutor:
 		if live {
 			return fail("the server restarted; create a new executor session")
+		}
+		return nil
+	case KindMCP:
+		if live {
+			s.rec.Status, s.rec.Error = store.StatusStopped, "the server restarted; the MCP client reconnects with a new session"
+			s.save()
 		}
 		return nil
 	}
@@ -100,15 +111,6 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 	}
 	if !live {
 		return nil
-	}
-	approvals, err := m.st.Approvals(ctx, store.ApprovalFilter{Session: rec.ID, Status: store.ApprovalPending})
-	if err != nil {
-		return err
-	}
-	for _, a := range approvals {
-		var req PermissionRequest
-		_ = json.Unmarshal(a.Request, &req)
-		s.pending[a.ID] = &pending{id: a.ID, callID: a.CallID, index: a.Index, req: req, decided: make(chan outcome, 1)}
 	}
 	s.stopSent = len(evs) > 0 && evs[len(evs)-1].Type == EventTurnStop
 	switch run := s.saved.Run; {
@@ -168,7 +170,7 @@ func (s *Session) resumeOf(run *savedRun) (*harness.Resume, error) {
 			cs.state = callDone
 		case client:
 			cs.state = callClient
-		case s.pendingFor(c.ID) != nil:
+		case s.hasPending(c.ID):
 			cs.state = callPermission
 		}
 		s.calls[c.ID] = cs
@@ -197,4 +199,10 @@ func (s *Session) startResumed(r *harness.Resume) {
 		s.rec.Status = store.StatusWaiting
 	}
 	s.save()
+}
+
+// hasPending reports whether a call of the session waits for a human.
+func (s *Session) hasPending(callID string) bool {
+	_, ok := s.m.pendingFor(s.id, callID, anyIndex)
+	return ok
 }

@@ -78,6 +78,8 @@ type Manager struct {
 	stop context.CancelCauseFunc
 	wg   sync.WaitGroup
 
+	q *approvals.Queue // every approval of every session
+
 	mu       sync.Mutex
 	sessions map[string]*Session
 	closed   bool
@@ -90,10 +92,13 @@ func New(cfg Config) (*Manager, error) {
 		return nil, errors.New("session: Config needs a Store, a Dir and NewDisplay")
 	}
 	base, stop := context.WithCancelCause(context.Background())
-	return &Manager{
+	m := &Manager{
 		cfg: cfg, st: cfg.Store, log: cmp.Or(cfg.Logger, slog.Default()),
 		base: base, stop: stop, sessions: map[string]*Session{},
-	}, nil
+	}
+	m.q = approvals.NewQueue(approvals.QueueConfig{OnRequest: m.onRequest, OnDecision: m.onDecision, OnEvent: m.onEvent})
+	m.wg.Go(func() { m.sweep(time.Minute) })
+	return m, nil
 }
 
 // Close stops every run, closes every display and waits for the
@@ -283,9 +288,8 @@ type Session struct {
 	stopSent   bool // a turn_stop tool_use was sent and nothing was delivered since
 	answers    map[string]clientAnswer
 	waiters    map[string]chan clientAnswer
-	pending    map[string]*pending // approvals, by id
-	denied     map[string]bool     // calls a human (or the timeout) refused
-	shotFrames map[string]string   // frame id -> shot name, for permission requests
+	denied     map[string]bool   // calls a human (or the timeout) refused
+	shotFrames map[string]string // frame id -> shot name, for permission requests
 	lastShot   string
 }
 
@@ -296,7 +300,7 @@ func (m *Manager) newSession(rec store.Session, spec Spec) *Session {
 		log:     m.log.With("session", rec.ID),
 		changed: make(chan struct{}),
 		answers: map[string]clientAnswer{}, waiters: map[string]chan clientAnswer{},
-		pending: map[string]*pending{}, denied: map[string]bool{}, shotFrames: map[string]string{},
+		denied: map[string]bool{}, shotFrames: map[string]string{},
 	}
 }
 
@@ -471,6 +475,12 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	s.mu.Lock()
 	disp := s.disp
 	s.mu.Unlock()
+	approver, err := s.m.Approver(s.id, s.rules, s.spec.Policy.Hosts, disp.inner)
+	if err != nil {
+		_ = tw.Close()
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()})
+		return
+	}
 	cfg := harness.Config{
 		Model:     &turnModel{s: s, inner: s.model, dir: dir},
 		Display:   disp,
@@ -478,7 +488,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		Policy:    *s.spec.Policy,
 		Capture:   screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
 		MaxSteps:  s.spec.MaxSteps,
-		Approver:  s,
+		Approver:  approver,
 		OnEvent:   func(e trace.Event) { s.onEvent(dir, e) },
 		Resume:    resume,
 		Trace:     tw,
@@ -854,14 +864,18 @@ func (s *Session) Post(ctx context.Context, msgs []InMessage, by string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kind != KindAgent {
-		return fmt.Errorf("%w: an executor session takes calls, not messages", ErrConflict)
+		return fmt.Errorf("%w: a %s session takes calls, not messages", ErrConflict, s.kind)
 	}
 	if s.rec.Status == store.StatusStopped {
 		return fmt.Errorf("%w: the session is stopped", ErrConflict)
 	}
 	var users []InMessage
 	seen := map[string]bool{}
-	perms := map[string]*pending{}
+	type perm struct {
+		req approvals.Request
+		v   approvals.Verdict
+	}
+	var perms []perm
 	for _, m := range msgs {
 		switch m.Role {
 		case "user":
@@ -882,40 +896,56 @@ func (s *Session) Post(ctx context.Context, msgs []InMessage, by string) error {
 			}
 			continue
 		}
-		p := s.pendingFor(m.ToolCallID)
-		if p == nil {
+		p, ok := s.m.pendingFor(s.id, m.ToolCallID, anyIndex)
+		if !ok {
 			return fmt.Errorf("%w: no permission is pending for call %q", ErrConflict, m.ToolCallID)
 		}
-		if m.Edit != nil && m.Granted == false {
+		if m.Edit != nil && !m.Granted {
 			return bad("an edit needs granted: true")
 		}
-		perms[m.ToolCallID] = p
+		d := Decision{Decision: "deny", Reason: m.Reason}
+		if m.Granted {
+			d.Decision = "approve"
+			if m.Edit != nil {
+				d.Decision, d.Edit = "edit", m.Edit
+			}
+		}
+		v, err := d.verdict(p, by)
+		if err != nil {
+			return err
+		}
+		perms = append(perms, perm{p, v})
 	}
 	if len(users) > 0 && (s.running || len(seen) > 0) {
 		return fmt.Errorf("%w: the session is busy with a turn; answer its calls first", ErrConflict)
 	}
+	if len(perms) > 0 {
+		// Decisions first, so that the loop never sees an answered
+		// application-side call beside a display call still waiting for
+		// its human. The queue tells the session of each decision
+		// (approval_decided), which takes s.mu: decide without holding it.
+		s.mu.Unlock()
+		for _, p := range perms {
+			if err := s.m.q.Decide(p.req.ID, p.v); err != nil {
+				s.mu.Lock()
+				return s.m.decideErr(ctx, p.req.ID, err)
+			}
+		}
+		s.mu.Lock()
+	}
 	for _, m := range msgs {
-		switch m.Role {
-		case "tool":
-			s.calls[m.ToolCallID].state = callDone
-			a := clientAnswer{text: m.text(), isError: m.IsError}
-			if ch, ok := s.waiters[m.ToolCallID]; ok {
-				delete(s.waiters, m.ToolCallID)
-				ch <- a
-			} else {
-				s.answers[m.ToolCallID] = a
-			}
-		case "tool_permission":
-			d := Decision{Decision: "deny", Reason: m.Reason}
-			if m.Granted {
-				d.Decision = "approve"
-				if m.Edit != nil {
-					d.Decision, d.Edit = "edit", m.Edit
-				}
-			}
-			if err := s.decideLocked(ctx, perms[m.ToolCallID], d, by); err != nil {
-				return err
-			}
+		if m.Role != "tool" {
+			continue
+		}
+		if c := s.calls[m.ToolCallID]; c != nil {
+			c.state = callDone
+		}
+		a := clientAnswer{text: m.text(), isError: m.IsError}
+		if ch, ok := s.waiters[m.ToolCallID]; ok {
+			delete(s.waiters, m.ToolCallID)
+			ch <- a
+		} else {
+			s.answers[m.ToolCallID] = a
 		}
 	}
 	s.stopSent = false

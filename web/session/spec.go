@@ -16,6 +16,7 @@ import (
 const (
 	KindAgent    = "agent"    // the server runs the model
 	KindExecutor = "executor" // the client runs its own loop and posts calls
+	KindMCP      = "mcp"      // an MCP client's session: its approvals, in the panel
 )
 
 // Supervision modes (ApprovalSpec.Supervise).

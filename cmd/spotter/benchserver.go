@@ -1,0 +1,7 @@
+package main
+
+import "github.com/spotter-harness/spotter/bench"
+
+// serverBench measures the server section of `spotter bench`: the executor
+// API's overhead and SSE fan-out, on the server of `spotter serve`.
+var serverBench = bench.MeasureServer(bench.ServerOptions{})

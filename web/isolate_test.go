@@ -1,0 +1,114 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/png"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/isolate/agent"
+	"github.com/spotter-harness/spotter/isolate/containerd"
+	"github.com/spotter-harness/spotter/isolate/isolatetest"
+	"github.com/spotter-harness/spotter/web"
+)
+
+// centre returns the colour at the middle of a PNG screenshot.
+func centre(t *testing.T, data []byte) [3]uint8 {
+	t.Helper()
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("decode screenshot: %v", err)
+	}
+	b := img.Bounds()
+	r, g, bl, _ := img.At(b.Min.X+b.Dx()/2, b.Min.Y+b.Dy()/2).RGBA()
+	return [3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8)}
+}
+
+// With containerd sandboxes (`spotter serve --isolate containerd`), every
+// session's browser runs in a sandbox of its own whose egress allows the
+// session's start URL: two sessions on two host pages each see their own
+// page, through their own proxy, and a page no session named gets no
+// request.
+func TestIsolateContainerd(t *testing.T) {
+	socket := isolatetest.Socket(t) // skips without SPOTTER_INTEGRATION=1; fails without containerd
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	sbx, err := runner.NewSandboxes(ctx, runner.SandboxConfig{Backend: isolate.Containerd, Logger: isolatetest.Logger(),
+		Containerd: containerd.Config{Socket: socket, Agent: os.Args[0], AgentArgs: []string{"agent"}}})
+	if err != nil {
+		t.Fatalf("NewSandboxes(containerd) = %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sbx.Close(context.Background()); err != nil {
+			t.Errorf("closing the sandboxes: %v", err)
+		}
+	})
+	e := &env{t: t, data: t.TempDir()}
+	e.cfg = web.Config{DataDir: e.data, Token: testToken, Sandboxes: sbx}
+	e.start()
+	t.Cleanup(e.stop)
+
+	blue, red, other := isolatetest.NewPage(t, isolatetest.Blue), isolatetest.NewPage(t, isolatetest.Red),
+		isolatetest.NewPage(t, isolatetest.Green)
+	for _, p := range []struct {
+		page *isolatetest.Page
+		want [3]uint8
+	}{{blue, isolatetest.Blue}, {red, isolatetest.Red}} {
+		r := e.request("POST", "/executor/sessions", map[string]any{"provider": "anthropic", "start_url": p.page.URL + "/"})
+		var out struct {
+			ID         string
+			Screenshot struct{ Data string }
+		}
+		decodeJSON(t, r, &out)
+		data, err := base64.StdEncoding.DecodeString(out.Screenshot.Data)
+		if err != nil || out.ID == "" {
+			t.Fatalf("POST /executor/sessions = %+v, %v", out.ID, err)
+		}
+		if got := centre(t, data); !isolatetest.Near(got, p.want) {
+			t.Errorf("session on %s shows %v, want %v: the sandbox reached its start URL", p.page.URL, got, p.want)
+		}
+		if p.page.Hits.Load() == 0 {
+			t.Errorf("%s got no request", p.page.URL)
+		}
+		r = e.request("DELETE", "/executor/sessions/"+out.ID, nil)
+		r.Body.Close()
+	}
+	if n := other.Hits.Load(); n != 0 {
+		t.Errorf("a page no session named got %d requests", n)
+	}
+}
+
+func decodeJSON(t *testing.T, r *http.Response, v any) {
+	t.Helper()
+	defer r.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(r.Body)
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s = %d %s", r.Request.Method, r.Request.URL.Path, r.StatusCode, b.String())
+	}
+	if err := json.Unmarshal(b.Bytes(), v); err != nil {
+		t.Fatalf("%s %s: %v", r.Request.Method, r.Request.URL.Path, err)
+	}
+}
+
+// agentMain runs the test binary as a sandbox's agent.
+func agentMain() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := agent.Main(ctx, os.Args[2:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,171 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/approvals"
+	"github.com/spotter-harness/spotter/store"
+)
+
+// bearer adds the server token to every request of an MCP client.
+type bearer struct{ tok string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.tok)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpResult is what a computer call answered: its error text, images and
+// note.
+type mcpResult struct {
+	errText string
+	images  int
+	note    struct {
+		Session string `json:"session"`
+		FrameID string `json:"frame_id"`
+		Ran     int    `json:"ran"`
+	}
+}
+
+func callMCP(t *testing.T, cs *sdk.ClientSession, args map[string]any) mcpResult {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "computer", Arguments: args})
+	if err != nil {
+		t.Errorf("CallTool(computer, %v) = %v", args, err)
+		return mcpResult{}
+	}
+	var r mcpResult
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.ImageContent:
+			r.images++
+		case *sdk.TextContent:
+			if strings.HasPrefix(c.Text, "error: ") {
+				r.errText = c.Text
+			} else if err := json.Unmarshal([]byte(c.Text), &r.note); err != nil {
+				t.Errorf("note %q: %v", c.Text, err)
+			}
+		}
+	}
+	if res.IsError != (r.errText != "") {
+		t.Errorf("CallTool(computer, %v): isError %v with error text %q", args, res.IsError, r.errText)
+	}
+	return r
+}
+
+// An MCP client over streamable HTTP at /mcp, with the server token: a
+// flagged click waits in the panel's queue until a person decides it
+// through POST /approvals/:id, and a denial's reason reaches the client.
+func TestMCPApprovalsThroughThePanel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true})
+	e.stop()
+	e.cfg.MCP.Rules = approvals.Rules{Rules: []approvals.Rule{{Name: "confirm-clicks",
+		Kinds: []actions.Kind{actions.Click}, Reason: "every click needs a human"}}}
+	e.start()
+
+	// No credentials, no MCP.
+	r, err := http.Post(e.base+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST /mcp without credentials = %d, want 401", r.StatusCode)
+	}
+
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{testToken}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer cs.Close()
+
+	first := callMCP(t, cs, map[string]any{"kind": "screenshot"})
+	if first.errText != "" || first.images != 1 || first.note.FrameID == "" {
+		t.Fatalf("screenshot = %+v, want an image and a frame", first)
+	}
+	// The MCP session is a session of kind mcp on the panel.
+	var list struct{ Sessions []store.Session }
+	e.getJSON("/sessions", &list)
+	id := ""
+	for _, s := range list.Sessions {
+		if s.Kind == "mcp" {
+			id = s.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("sessions %+v: want one of kind mcp", list.Sessions)
+	}
+	events := e.request("GET", "/session/"+id+"/events", nil)
+	defer events.Body.Close()
+	rd := newSSEReader(events.Body)
+	nextRequest := func() string {
+		t.Helper()
+		for {
+			ev, err := rd.next()
+			if err != nil {
+				t.Fatalf("events of %s: %v", id, err)
+			}
+			if ev.Type == "permission_request" {
+				return ev.field("approvalId")
+			}
+		}
+	}
+	decide := func(approval string, body map[string]any) {
+		t.Helper()
+		r := e.request("POST", "/approvals/"+approval, body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			t.Errorf("POST /approvals/%s %v = %d, want 200", approval, body, r.StatusCode)
+		}
+	}
+	click := func() <-chan mcpResult {
+		out := make(chan mcpResult, 1)
+		go func() {
+			out <- callMCP(t, cs, map[string]any{"kind": "click", "at": map[string]any{"x": 100, "y": 80},
+				"frame_id": first.note.FrameID})
+		}()
+		return out
+	}
+
+	// Approved: the click waits for the decision, then runs.
+	done := click()
+	approval := nextRequest()
+	select {
+	case r := <-done:
+		t.Fatalf("the flagged click returned %+v before anyone decided", r)
+	default:
+	}
+	decide(approval, map[string]any{"decision": "approve"})
+	if got := <-done; got.errText != "" || got.note.Ran != 1 || got.images != 1 {
+		t.Errorf("approved click = %+v, want it run with a fresh screenshot", got)
+	}
+
+	// Denied: the reason is in the tool result.
+	done = click()
+	approval = nextRequest()
+	decide(approval, map[string]any{"decision": "deny", "reason": "not that button"})
+	if got := <-done; !strings.Contains(got.errText, "not that button") || got.note.Ran != 0 || got.images != 1 {
+		t.Errorf("denied click = %+v, want the reason, nothing run and a screenshot", got)
+	}
+
+	// Both decisions are audited as the panel's.
+	var audit struct{ Audit []store.Audit }
+	e.getJSON("/audit?session="+id, &audit)
+	var got []string
+	for _, a := range audit.Audit {
+		got = append(got, a.Action)
+	}
+	if s := strings.Join(got, ","); !strings.Contains(s, "approve") || !strings.Contains(s, "deny") {
+		t.Errorf("audit actions of %s = %v, want approve and deny", id, got)
+	}
+}
