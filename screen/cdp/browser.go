@@ -292,6 +292,14 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 			// Decode images before the frame that shows them, so that a
 			// frame without damage never still waits for a decode.
 			chromedp.Flag("disable-checker-imaging", true),
+			// Run CSS animations and transitions on the main thread.
+			// A compositor-thread animation that ends while frames are
+			// controlled (a spinner hidden as a transition starts) can
+			// leave HeadlessExperimental.beginFrame without an answer
+			// for good: Chromium waits for a frame the renderer never
+			// submits, and refuses every later one as "Another frame is
+			// pending".
+			chromedp.Flag("disable-threaded-animation", true),
 		)
 	}
 	opts = append(opts, flags...)

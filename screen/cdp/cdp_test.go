@@ -122,15 +122,20 @@ func newDisplay(t testing.TB, cfg DisplayConfig) *Display {
 }
 
 // testURL returns the URL of a page of testdata on the shared test server.
-// Besides the files, the server answers /slow after 300 ms.
+// Besides the files, the server answers /slow after 300 ms (/slow?ms=120:
+// after 120 ms).
 func testURL(t testing.TB, path string) string {
 	t.Helper()
 	serverOnce.Do(func() {
 		mux := http.NewServeMux()
 		mux.Handle("/", http.FileServer(http.Dir("testdata")))
 		mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+			wait := 300 * time.Millisecond
+			if ms, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil && ms >= 0 && ms <= 5000 {
+				wait = time.Duration(ms) * time.Millisecond
+			}
 			select {
-			case <-time.After(300 * time.Millisecond):
+			case <-time.After(wait):
 			case <-r.Context().Done():
 				return
 			}

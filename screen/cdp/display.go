@@ -207,6 +207,9 @@ func (d *Display) setup(ctx context.Context) error {
 	if err := d.r.setup(ctx); err != nil {
 		return err
 	}
+	if err := d.watchTimers(ctx); err != nil {
+		return err
+	}
 	if _, err := call(ctx, d, page.SetInterceptFileChooserDialog, page.SetInterceptFileChooserDialogParams{Enabled: true}); err != nil {
 		return err
 	}

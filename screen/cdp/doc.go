@@ -21,17 +21,37 @@
 // Capture first waits, bounded by a settle timeout, until the page is
 // quiet: no navigation is loading and no network request is in flight
 // (long-lived ones, such as WebSockets, EventSource streams and requests
-// older than the timeout, are ignored), and the page has stopped drawing.
+// older than the timeout, are ignored), no short timer that the page set
+// in answer to input is pending, and the page has stopped drawing.
 // A page that never goes quiet is captured anyway, with the reason in
 // Frame.Settle. Capture reads the encoded image's header to make sure its
 // size is what it asked for.
+//
+// Short timers: a page that answers a click after a setTimeout of 120 ms,
+// or a few animation frames, shows nothing of it until the timer fires,
+// and no protocol event says that it will. A script that every document
+// runs first counts the setTimeout (delay up to 500 ms) and
+// requestAnimationFrame callbacks scheduled within 100 ms of an input
+// event, or of the start of such a callback (a chain, a few deep), and
+// reports the count through a Runtime binding; settling waits for it to
+// reach zero (at most 1.5 s). Loops that schedule themselves again,
+// setInterval and long timers are never counted, so polling pages settle
+// as fast as others (see timers.go). A fetch() response counts as loaded
+// once its body has arrived (its Content-Length, or 100 ms without new
+// data): Chromium reports it finished only when the page reads the body.
+// The requests of cross-site (out-of-process) iframes finish in a process
+// whose events this tab's session does not see, so they are not waited
+// for.
 //
 // In FrameControl mode (chromium-headless-shell with begin-frame control),
 // the page is drawn only when the display runs a frame
 // (HeadlessExperimental.beginFrame), and each frame says whether it drew
 // anything new. Capture runs frames, back to back after input and then at
 // 60 per second, until one draws nothing new while the page loads nothing;
-// the image is the screenshot of one more frame. The compositor draws it
+// the image is the screenshot of one more frame. CSS animations run on
+// the main thread (--disable-threaded-animation): a compositor-thread
+// animation that ends while frames are controlled can leave a frame
+// unanswered for good. The compositor draws it
 // at the size the model wants: the window is that size and the page is
 // drawn scaled into it, still laid out at the viewport's CSS size and
 // device pixel ratio. A region (zoom) is captured with
@@ -55,7 +75,10 @@
 // scaled to its pixels, except wheel turns, before which the window goes
 // back to the viewport's size (Chromium would scroll by window pixels); and
 // mouse moves and wheel turns, which Chromium delivers with a frame, run
-// frames until they are answered.
+// frames until they are answered. There the pointer also leaves the window
+// for a wheel turn and comes back after it: a turn that scrolls a scroll
+// box under a resting pointer would otherwise leave Chromium waiting for
+// a frame that never comes (see Display.wheel).
 //
 // A browser that dies, or a tab that crashes, makes Capture and
 // Perform fail with an error that wraps screen.ErrGone. A page that stops

@@ -22,9 +22,11 @@ import (
 // with HeadlessExperimental.beginFrame, which answers whether the frame
 // drew anything new (damage) and can return a screenshot of it.
 //
-// Settling runs frames until one has no damage while no navigation or
-// network request is pending; the capture is the screenshot of one more
-// frame. The screenshot is of the whole window, so the window is made the
+// Settling runs frames until one has no damage while no navigation,
+// network request or short timer set after input (timers.go) is pending;
+// the capture is the screenshot of one more frame. After input, one round
+// trip on the tab's session first lets the events that the input caused
+// arrive. The screenshot is of the whole window, so the window is made the
 // size of the image the model wants, and the page, still laid out at the
 // viewport's CSS size and device pixel ratio, is drawn scaled into it
 // (Emulation.setDeviceMetricsOverride with scale and dontSetVisibleSize).
@@ -153,6 +155,15 @@ func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Du
 		return screen.Settle{}, nil
 	}
 	deadline := start.Add(timeout)
+	if n := d.state.inputCount(); n != d.fenced {
+		// The events that the input caused in the page (a request sent,
+		// a timer set) come on the tab's session, and may come after
+		// the first frames: one round trip on it lets them arrive first.
+		if _, err := d.evalInt(ctx, "0"); fatal(ctx, err) {
+			return screen.Settle{}, fmt.Errorf("settle: %w", err)
+		}
+		d.fenced = n
+	}
 	var frames, damaged, burst int
 	for {
 		begun := time.Now()

@@ -285,10 +285,39 @@ func (d *Display) wheel(ctx context.Context, at actions.Point, dx, dy float64, m
 		return err
 	}
 	x, y := toWindow(at, s)
-	return d.r.framed(ctx, func(ctx context.Context) error {
+	// In FrameControl mode, a wheel turn that scrolls a scroll box (not
+	// the page) while the pointer rests on the box's content leaves
+	// Chromium waiting, after the scroll, for a frame that updates what
+	// the pointer hovers, which never comes: every later frame stays
+	// unanswered. So the pointer leaves the window for the turn, and
+	// comes back after it, which updates the hover as a move does. The
+	// page sees the pointer leave and come back around the wheel event.
+	away := d.frames && d.buttons == 0
+	if away {
+		if err := d.windowMove(ctx, -1, -1, mods); err != nil {
+			return err
+		}
+	}
+	err = d.r.framed(ctx, func(ctx context.Context) error {
 		_, err := call(ctx, d, dispatchWheel, wheelParams{
 			Type: input.DispatchMouseEventTypeMouseWheel, X: x, Y: y,
 			Modifiers: mods, Buttons: d.buttons, DeltaX: dx * s, DeltaY: dy * s,
+			PointerType: input.DispatchMouseEventPointerTypeMouse,
+		})
+		return err
+	})
+	if err != nil || !away {
+		return err
+	}
+	return d.windowMove(ctx, x, y, mods)
+}
+
+// windowMove moves the pointer to a point in window pixels, with no button
+// held, and runs frames until Chromium has delivered the move.
+func (d *Display) windowMove(ctx context.Context, x, y float64, mods int64) error {
+	return d.r.framed(ctx, func(ctx context.Context) error {
+		_, err := call(ctx, d, input.DispatchMouseEvent, input.DispatchMouseEventParams{
+			Type: input.DispatchMouseEventTypeMouseMoved, X: x, Y: y, Modifiers: mods,
 			PointerType: input.DispatchMouseEventPointerTypeMouse,
 		})
 		return err

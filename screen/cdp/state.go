@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/spotter-harness/spotter/screen"
@@ -36,6 +38,15 @@ type pageState struct {
 	url       string
 	loading   map[cdp.FrameID]bool
 	requests  map[network.RequestID]request
+	// remote are the frames of the page that run in another process
+	// (cross-site iframes), by the session of their target: their
+	// requests finish where this session does not see it.
+	remote map[target.SessionID]cdp.FrameID
+	// timers are the counts of short timers pending in the page's
+	// documents (see timers.go), by execution context; contexts maps
+	// the contexts' unique ids to their ids.
+	timers   map[runtime.ExecutionContextID]timerCount
+	contexts map[string]runtime.ExecutionContextID
 
 	frames       int64     // screencast frames seen outside captures
 	lastFrame    time.Time // when the last of them arrived
@@ -65,6 +76,43 @@ type pageState struct {
 type request struct {
 	url   string
 	start time.Time
+	frame cdp.FrameID
+	typ   network.ResourceType
+	// The response, once it arrived: the body's bytes received so far,
+	// the bytes its Content-Length announced (-1: unknown), and when the
+	// last of them came.
+	response bool
+	got      int64
+	want     int64
+	lastData time.Time
+}
+
+// bodyIdle is how long the body of a fetch() response, whose length is
+// unknown, may receive nothing before settling stops waiting for it.
+// Chromium reports a fetch() finished only once the page has read its
+// body, which a page need not ever do.
+const bodyIdle = 100 * time.Millisecond
+
+// bodyRead reports whether settling has no more to wait for from r at
+// now, though its loading has not finished: a fetch() response whose body
+// has arrived, or has received nothing for bodyIdle; and when that may
+// change without an event.
+func (r request) bodyRead(now time.Time) (bool, time.Time) {
+	if !r.response || r.typ != network.ResourceTypeFetch {
+		return false, time.Time{}
+	}
+	if r.want >= 0 && r.got >= r.want {
+		return true, time.Time{}
+	}
+	idle := r.lastData.Add(bodyIdle)
+	return !now.Before(idle), idle
+}
+
+// timerCount is the count of short timers pending in one document, and
+// since when it has been above zero.
+type timerCount struct {
+	n     int
+	since time.Time
 }
 
 func newPageState(now time.Time) *pageState {
@@ -78,6 +126,9 @@ func newPageState(now time.Time) *pageState {
 		loading:      make(map[cdp.FrameID]bool),
 		frameIDs:     make(map[cdp.FrameID]bool),
 		requests:     make(map[network.RequestID]request),
+		remote:       make(map[target.SessionID]cdp.FrameID),
+		timers:       make(map[runtime.ExecutionContextID]timerCount),
+		contexts:     make(map[string]runtime.ExecutionContextID),
 		lastActivity: now,
 	}
 }
@@ -135,7 +186,7 @@ func (s *pageState) event(now time.Time, ev any) {
 			s.url = ev.URL
 		}
 	case *network.EventRequestWillBeSent:
-		if ev.Request == nil || ignoredRequest(ev.Type, ev.Request.URL) {
+		if ev.Request == nil || ignoredRequest(ev.Type, ev.Request.URL) || s.isRemote(ev.FrameID) {
 			return
 		}
 		r, ok := s.requests[ev.RequestID]
@@ -143,8 +194,77 @@ func (s *pageState) event(now time.Time, ev any) {
 			r.start = now
 		}
 		r.url = ev.Request.URL // a redirect keeps its start
+		r.frame, r.typ, r.response = ev.FrameID, ev.Type, false
 		s.requests[ev.RequestID] = r
 		s.lastActivity = now
+	case *network.EventResponseReceived:
+		r, ok := s.requests[ev.RequestID]
+		if !ok || ev.Response == nil {
+			return
+		}
+		r.response, r.got, r.want, r.lastData = true, 0, contentLength(ev.Response.Headers), now
+		s.requests[ev.RequestID] = r
+		s.lastActivity = now
+	case *network.EventDataReceived:
+		r, ok := s.requests[ev.RequestID]
+		if !ok {
+			return
+		}
+		r.got += ev.DataLength
+		r.lastData = now
+		s.requests[ev.RequestID] = r
+		if done, _ := r.bodyRead(now); done {
+			s.finish(now, ev.RequestID)
+		}
+	case *target.EventAttachedToTarget:
+		// A cross-site iframe moved to a process of its own: what it
+		// loads from now on is reported to its own session.
+		if i := ev.TargetInfo; i != nil && i.Type == "iframe" {
+			f := cdp.FrameID(i.TargetID)
+			s.remote[ev.SessionID] = f
+			for id, r := range s.requests {
+				if r.frame == f {
+					delete(s.requests, id)
+				}
+			}
+			delete(s.loading, f)
+			s.lastActivity = now
+		}
+	case *target.EventDetachedFromTarget:
+		delete(s.remote, ev.SessionID)
+		return
+	case *runtime.EventBindingCalled:
+		if ev.Name != timerBinding {
+			return
+		}
+		n, err := strconv.Atoi(ev.Payload)
+		if err != nil || n < 0 {
+			return
+		}
+		c := s.timers[ev.ExecutionContextID]
+		switch {
+		case n == 0:
+			delete(s.timers, ev.ExecutionContextID)
+			s.lastActivity = now
+		case c.n == 0:
+			s.timers[ev.ExecutionContextID] = timerCount{n: n, since: now}
+		default:
+			c.n = n
+			s.timers[ev.ExecutionContextID] = c
+		}
+	case *runtime.EventExecutionContextCreated:
+		if ev.Context != nil {
+			s.contexts[ev.Context.UniqueID] = ev.Context.ID
+		}
+		return
+	case *runtime.EventExecutionContextDestroyed:
+		if id, ok := s.contexts[ev.ExecutionContextUniqueID]; ok {
+			delete(s.contexts, ev.ExecutionContextUniqueID)
+			delete(s.timers, id)
+		}
+	case *runtime.EventExecutionContextsCleared:
+		clear(s.contexts)
+		clear(s.timers)
 	case *network.EventLoadingFinished:
 		s.finish(now, ev.RequestID)
 	case *network.EventLoadingFailed:
@@ -175,6 +295,34 @@ func (s *pageState) event(now time.Time, ev any) {
 		return
 	}
 	poke(s.changed)
+}
+
+// isRemote reports whether the frame f runs in another process.
+func (s *pageState) isRemote(f cdp.FrameID) bool {
+	if f == "" {
+		return false
+	}
+	for _, r := range s.remote {
+		if r == f {
+			return true
+		}
+	}
+	return false
+}
+
+// contentLength returns the Content-Length of a response's headers, or -1.
+func contentLength(h network.Headers) int64 {
+	for k, v := range h {
+		if !strings.EqualFold(k, "Content-Length") {
+			continue
+		}
+		if s, ok := v.(string); ok {
+			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil && n >= 0 {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 func (s *pageState) finish(now time.Time, id network.RequestID) {
@@ -382,20 +530,43 @@ func (s *pageState) status(now time.Time, quiet, maxAge time.Duration) quietness
 	defer s.mu.Unlock()
 	var q quietness
 	var pending []request
+	earlier := func(w time.Time) {
+		if !w.IsZero() && (q.wake.IsZero() || w.Before(q.wake)) {
+			q.wake = w
+		}
+	}
+	var read time.Time // when the last body that settling stopped waiting for arrived
 	for id, r := range s.requests {
 		age := now.Sub(r.start)
-		switch {
-		case age > maxTracked:
+		if age > maxTracked {
 			delete(s.requests, id)
-		case age <= maxAge:
-			pending = append(pending, r)
-			if w := r.start.Add(maxAge); q.wake.IsZero() || w.Before(q.wake) {
-				q.wake = w
+			continue
+		}
+		done, idle := r.bodyRead(now)
+		switch {
+		case done:
+			if r.lastData.After(read) {
+				read = r.lastData
 			}
+		case age <= maxAge:
+			earlier(idle)
+			pending = append(pending, r)
+			earlier(r.start.Add(maxAge))
 		}
 	}
 	if len(pending) > 0 {
 		q.reason = pendingReason(pending)
+		return q
+	}
+	timers := 0
+	for _, c := range s.timers {
+		if end := c.since.Add(min(maxTimerWait, maxAge)); now.Before(end) {
+			timers += c.n
+			earlier(end)
+		}
+	}
+	if timers > 0 {
+		q.reason = fmt.Sprintf("%d timer(s) that the page set after the input still pending", timers)
 		return q
 	}
 	if n := len(s.loading); n > 0 {
@@ -406,6 +577,9 @@ func (s *pageState) status(now time.Time, quiet, maxAge time.Duration) quietness
 		return q
 	}
 	last := s.lastActivity
+	if read.After(last) {
+		last = read
+	}
 	if s.lastFrame.After(last) {
 		last = s.lastFrame
 	}

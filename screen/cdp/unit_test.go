@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spotter-harness/spotter/actions"
@@ -279,6 +280,16 @@ func TestStatus(t *testing.T) {
 	req := func(id, url string, typ network.ResourceType) *network.EventRequestWillBeSent {
 		return &network.EventRequestWillBeSent{RequestID: network.RequestID(id), Request: &network.Request{URL: url}, Type: typ}
 	}
+	resp := func(id, length string) *network.EventResponseReceived {
+		h := network.Headers{}
+		if length != "" {
+			h["content-length"] = length
+		}
+		return &network.EventResponseReceived{RequestID: network.RequestID(id), Response: &network.Response{Headers: h}}
+	}
+	timers := func(ctx runtime.ExecutionContextID, n string) *runtime.EventBindingCalled {
+		return &runtime.EventBindingCalled{Name: timerBinding, Payload: n, ExecutionContextID: ctx}
+	}
 	type ev struct {
 		at int
 		ev any
@@ -335,6 +346,45 @@ func TestStatus(t *testing.T) {
 		{"drawing", []ev{{100, &page.EventScreencastFrame{SessionID: 1}}}, 110,
 			quietness{wake: ms(130), reason: "the page kept drawing new frames (an animation?)"}},
 		{"drew", []ev{{100, &page.EventScreencastFrame{SessionID: 1}}}, 130, quietness{quiet: true}},
+		{"fetch body arrived, unread", []ev{
+			{0, req("1", "http://x/a", network.ResourceTypeFetch)},
+			{100, resp("1", "2")},
+			{101, &network.EventDataReceived{RequestID: "1", DataLength: 2}},
+		}, 140, quietness{quiet: true}},
+		{"fetch body arriving", []ev{
+			{0, req("1", "http://x/a", network.ResourceTypeFetch)},
+			{100, resp("1", "10")},
+			{101, &network.EventDataReceived{RequestID: "1", DataLength: 2}},
+		}, 150, quietness{wake: ms(201), reason: "1 network request still pending: http://x/a"}},
+		{"fetch body of unknown length idle", []ev{
+			{0, req("1", "http://x/a", network.ResourceTypeFetch)},
+			{100, resp("1", "")},
+			{101, &network.EventDataReceived{RequestID: "1", DataLength: 2}},
+		}, 240, quietness{quiet: true}},
+		{"script body arrived, not finished", []ev{
+			{0, req("1", "http://x/a.js", network.ResourceTypeScript)},
+			{100, resp("1", "2")},
+			{101, &network.EventDataReceived{RequestID: "1", DataLength: 2}},
+		}, 240, quietness{wake: ms(1000), reason: "1 network request still pending: http://x/a.js"}},
+		{"iframe moved out of process", []ev{
+			{0, &network.EventRequestWillBeSent{RequestID: "1", Request: &network.Request{URL: "http://y/f"}, Type: network.ResourceTypeDocument, FrameID: "sub"}},
+			{0, &page.EventFrameStartedLoading{FrameID: "sub"}},
+			{50, &target.EventAttachedToTarget{SessionID: "s1", TargetInfo: &target.Info{TargetID: "sub", Type: "iframe"}}},
+			{60, &network.EventRequestWillBeSent{RequestID: "2", Request: &network.Request{URL: "http://y/g"}, Type: network.ResourceTypeDocument, FrameID: "sub"}},
+		}, 80, quietness{quiet: true}},
+		{"timer pending", []ev{{0, timers(1, "1")}}, 500,
+			quietness{wake: ms(1000), reason: "1 timer(s) that the page set after the input still pending"}},
+		{"timers in two documents", []ev{{0, timers(1, "1")}, {10, timers(2, "2")}, {20, timers(1, "2")}}, 500,
+			quietness{wake: ms(1000), reason: "4 timer(s) that the page set after the input still pending"}},
+		{"timer fired", []ev{{0, timers(1, "1")}, {120, timers(1, "0")}}, 130,
+			quietness{wake: ms(150), reason: "the page kept changing"}},
+		{"timer of a destroyed document", []ev{
+			{0, &runtime.EventExecutionContextCreated{Context: &runtime.ExecutionContextDescription{ID: 1, UniqueID: "u1"}}},
+			{0, timers(1, "1")},
+			{10, &runtime.EventExecutionContextDestroyed{ExecutionContextUniqueID: "u1"}},
+		}, 100, quietness{quiet: true}},
+		{"bad timer reports ignored", []ev{{0, timers(1, "x")}, {0, timers(1, "-1")}, {0, &runtime.EventBindingCalled{Name: "other", Payload: "1"}}}, 100,
+			quietness{quiet: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
