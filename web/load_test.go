@@ -224,8 +224,11 @@ func TestLoad(t *testing.T) {
 		t.Errorf("browser targets with %d sessions open = %d, before %d: the count does not see the sessions' tabs",
 			loadSessions, during.targets, before.targets)
 	}
-	if after.targets > before.targets {
-		t.Errorf("browser targets leaked: %d before, %d after", before.targets, after.targets)
+	// "before" is counted before the shared browser starts; once it runs,
+	// Chromium keeps one spare renderer ready for the next tab (there were
+	// loadSessions+1 during the load), so one renderer more is no leak.
+	if after.targets > before.targets+1 {
+		t.Errorf("browser targets leaked: %d before, %d after (one is Chromium's spare renderer)", before.targets, after.targets)
 	}
 	if after.goroutines > before.goroutines+2 {
 		t.Errorf("goroutines leaked: %d before, %d after\n%s", before.goroutines, after.goroutines, goroutineDump())

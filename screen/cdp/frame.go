@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
@@ -136,7 +137,23 @@ func (f *frameControl) apply(ctx context.Context, o output) error {
 
 // frame runs one frame, with a screenshot if shot is not nil.
 func (f *frameControl) frame(ctx context.Context, shot *headlessexperimental.ScreenshotParams) (headlessexperimental.BeginFrameResult, error) {
+	mu := frameLock(f.d.browser)
+	mu.Lock()
+	defer mu.Unlock()
 	return call(ctx, f.d, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: shot})
+}
+
+// frameLocks holds one mutex per browser process: frames of two displays
+// of one frame-controlled browser must not overlap, or Chromium answers
+// with frames of the wrong window and, under load, exits.
+var frameLocks sync.Map // *chromedp.Browser → *sync.Mutex
+
+func frameLock(b *chromedp.Browser) *sync.Mutex {
+	if b == nil {
+		return new(sync.Mutex) // unit tests: no browser to share
+	}
+	mu, _ := frameLocks.LoadOrStore(b, new(sync.Mutex))
+	return mu.(*sync.Mutex)
 }
 
 // settle runs frames until one draws nothing new while the page loads
