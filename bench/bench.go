@@ -55,6 +55,10 @@ type Options struct {
 	// StepsPerSession is how many steps each session takes at each level of
 	// the ramp; default 8.
 	StepsPerSession int
+	// Think is how long each session of the ramp waits between its steps,
+	// standing for the model's turn (seconds, for real providers); 0 runs
+	// the steps back to back, the worst case.
+	Think time.Duration
 	// Headless and Chromium are the browsers: chromium-headless-shell for
 	// FrameControl and Debian's chromium for Screencast and the baseline;
 	// empty means found on PATH or in /usr/lib/chromium.

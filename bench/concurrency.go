@@ -120,7 +120,7 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 			return err
 		}
 		sum := perf.Summarize(samples)
-		f := latency("concurrency", fmt.Sprintf("%s: %d sessions", s.name, n), samples)
+		f := latency("concurrency", fmt.Sprintf("%s: %d sessions%s", s.name, n, r.thinkLabel()), samples)
 		f.Wrong = wrong
 		steps := float64(len(samples)) / wall.Seconds()
 		f.Note = fmt.Sprintf("%.1f steps/s, %.0f MB in all", steps, float64(mem)/1e6)
@@ -142,10 +142,10 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 			break
 		}
 	}
-	sum := Figure{Section: "concurrency", Name: s.name + ": sessions before the p95 step doubles", Unit: "sessions",
+	sum := Figure{Section: "concurrency", Name: s.name + ": sessions before the p95 step doubles" + r.thinkLabel(), Unit: "sessions",
 		Value: float64(best), Note: fmt.Sprintf("one session's p95 is %.1f ms", p95one)}
 	r.report(sum)
-	cap := Figure{Section: "concurrency", Name: s.name + ": most sessions with p95 step < 250 ms", Unit: "sessions", Value: float64(under250)}
+	cap := Figure{Section: "concurrency", Name: s.name + ": most sessions with p95 step < 250 ms" + r.thinkLabel(), Unit: "sessions", Value: float64(under250)}
 	if strings.HasPrefix(s.name, "shared") {
 		cap.target(">= 24 sessions", under250 >= 24)
 	}
@@ -163,9 +163,27 @@ func (r *runner) together(ctx context.Context, tabs []*tab) ([]time.Duration, in
 	var firstErr error
 	var wg sync.WaitGroup
 	start := time.Now()
-	for _, t := range tabs {
+	for i, t := range tabs {
 		wg.Go(func() {
-			for range r.o.StepsPerSession {
+			// Sessions think at staggered times, as independent agents do.
+			offset := time.Duration(0)
+			if r.o.Think > 0 {
+				offset = r.o.Think * time.Duration(i) / time.Duration(len(tabs))
+			}
+			for step := range r.o.StepsPerSession {
+				wait := offset
+				if step > 0 {
+					wait = r.o.Think
+				}
+				if wait > 0 {
+					tm := time.NewTimer(wait)
+					select {
+					case <-tm.C:
+					case <-ctx.Done():
+						tm.Stop()
+						return
+					}
+				}
 				took, ok, err := t.step(ctx, screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
 				mu.Lock()
 				if err != nil {
@@ -306,4 +324,12 @@ func usedMemory() (int64, error) {
 		}
 	}
 	return (total - avail) * 1024, nil
+}
+
+// thinkLabel names the think time in figure names.
+func (r *runner) thinkLabel() string {
+	if r.o.Think <= 0 {
+		return ", steps back to back"
+	}
+	return fmt.Sprintf(", %v between a session's steps", r.o.Think)
 }

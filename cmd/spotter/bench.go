@@ -24,6 +24,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", 30, "samples per configuration")
 	maxSessions := fs.Int("max-sessions", 32, "the concurrency ramp's cap")
 	steps := fs.Int("steps", 8, "steps per session at each level of the concurrency ramp")
+	think := fs.Duration("think", 0, "each session's wait between steps in the concurrency ramp, standing for the model's turn (0: back to back)")
 	jsonOut := fs.String("json", filepath.Join("runs", "bench", "figures.jsonl"), "write one JSON line per figure here")
 	driver := fs.String("driver", "", "playwright-core driver directory for the baseline (default: install-driver.sh's)")
 	socket := fs.String("containerd", "", "containerd socket for the sandboxed figures (default: "+isolate.DefaultSocket+" when it exists)")
@@ -37,7 +38,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return exitError{2, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))}
 	}
-	o := bench.Options{Rounds: *rounds, MaxSessions: *maxSessions, StepsPerSession: *steps,
+	o := bench.Options{Rounds: *rounds, MaxSessions: *maxSessions, StepsPerSession: *steps, Think: *think,
 		DriverDir: cmp.Or(*driver, os.Getenv("SPOTTER_PLAYWRIGHT_DRIVER"))}
 	for _, s := range strings.Split(*sections, ",") {
 		s = strings.TrimSpace(s)
