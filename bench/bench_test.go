@@ -131,7 +131,7 @@ func TestRunSmall(t *testing.T) {
 		"spotter frame-control dpr1 static", "spotter frame-control dpr2 static",
 		"baseline playwright dpr1 static", "baseline playwright dpr2 loading",
 		"spotter frame-control capture 1280x800 png", "spotter anthropic dpr2 1280x800 tokens",
-		"shared browser, a context per session: 2 sessions",
+		"shared browser, a context per session: 2 sessions, steps back to back",
 	} {
 		f, ok := byName[name]
 		if !ok {
