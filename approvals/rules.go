@@ -646,68 +646,11 @@ func submitsByKey(a actions.Action, t screen.Target) bool {
 	return submit && (presses(a, "Space") || a.Kind == actions.Type && strings.Contains(a.Text, " "))
 }
 
-func isPassword(t screen.Target) bool {
-	ac := strings.ToLower(t.Autocomplete)
-	return t.InputType == "password" || strings.Contains(ac, "current-password") ||
-		strings.Contains(ac, "new-password") || strings.Contains(ac, "one-time-code")
-}
+func isPassword(t screen.Target) bool { return t.PasswordField() }
 
-var paymentName = regexp.MustCompile(`(?i)card.?(number|no\b|num)|credit.?card|debit.?card|\bcvv|\bcvc|\bcsc\b|security.?code|expir|\biban\b|kartennummer|kreditkarte|prüfziffer|numéro de carte|carte bancaire|cryptogramme|número de (la )?tarjeta|numero (della )?carta|número do cartão|kaartnummer|номер карты|カード番号|セキュリティコード|卡号|信用卡|安全码`)
+func isPayment(t screen.Target) bool { return t.PaymentField() }
 
-func isPayment(t screen.Target) bool {
-	if strings.HasPrefix(strings.ToLower(strings.TrimSpace(lastToken(t.Autocomplete))), "cc-") {
-		return true
-	}
-	return paymentName.MatchString(t.Name)
-}
-
-// lastToken returns the field name of an autocomplete value such as
-// "section-a billing cc-number".
-func lastToken(s string) string {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return ""
-	}
-	return f[len(f)-1]
-}
-
-// looksLikeCard reports whether text holds 13 to 19 digits (spaces and
-// dashes allowed between them) that pass the Luhn check.
-func looksLikeCard(text string) bool {
-	var digits []int
-	flush := func() bool {
-		ok := len(digits) >= 13 && len(digits) <= 19 && luhn(digits)
-		digits = digits[:0]
-		return ok
-	}
-	for _, r := range text {
-		switch {
-		case r >= '0' && r <= '9':
-			digits = append(digits, int(r-'0'))
-		case r == ' ' || r == '-':
-		default:
-			if flush() {
-				return true
-			}
-		}
-	}
-	return flush()
-}
-
-func luhn(d []int) bool {
-	sum := 0
-	for i := range d {
-		v := d[len(d)-1-i]
-		if i%2 == 1 {
-			v *= 2
-			if v > 9 {
-				v -= 9
-			}
-		}
-		sum += v
-	}
-	return sum%10 == 0
-}
+func looksLikeCard(text string) bool { return screen.LooksLikeCard(text) }
 
 // describeTarget names an element for a human: `the button "Buy now"`.
 func describeTarget(t screen.Target) string {
