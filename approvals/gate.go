@@ -131,16 +131,19 @@ func (g *Gate) Approve(ctx context.Context, r harness.ApprovalRequest) (harness.
 	req.Deadline = req.Created.Add(g.cfg.Timeout)
 	g.log.DebugContext(ctx, "approval needed", "session", g.cfg.Session, "call", r.CallID, "index", r.Index,
 		"rule", req.Rule, "action", r.Action)
+	// Whatever the outcome, a secret stays secret: a denied, expired or
+	// abandoned password is recorded as masked as an approved one.
+	refused := harness.Decision{Secret: secret}
 	got, err := g.cfg.Queue.Ask(ctx, req)
 	if err != nil {
-		return harness.Decision{}, fmt.Errorf("waiting for approval (%s): %w", req.Rule, err)
+		return refused, fmt.Errorf("waiting for approval (%s): %w", req.Rule, err)
 	}
 	v := got.Verdict
 	switch {
 	case v.Kind == Deny && v.By == "timeout":
-		return harness.Decision{}, fmt.Errorf("%w (%s: %s): %s: %w", harness.ErrDenied, got.Rule, got.Reason, v.Reason, ErrExpired)
+		return refused, fmt.Errorf("%w (%s: %s): %s: %w", harness.ErrDenied, got.Rule, got.Reason, v.Reason, ErrExpired)
 	case v.Kind == Deny:
-		return harness.Decision{}, fmt.Errorf("%w by a human (%s: %s): %s", harness.ErrDenied, got.Rule, got.Reason,
+		return refused, fmt.Errorf("%w by a human (%s: %s): %s", harness.ErrDenied, got.Rule, got.Reason,
 			cmp.Or(v.Reason, "no reason given"))
 	case v.Kind == Edit:
 		if v.Reason != "" {
