@@ -234,6 +234,24 @@ type Action struct {
 	Tab    int      `json:"tab,omitzero"`    // SwitchTab, CloseTab
 	Accept bool     `json:"accept,omitzero"` // Dialog: accept (OK) rather than dismiss (Cancel)
 	Files  []string `json:"files,omitempty"` // Upload: paths, as the Policy names them
+
+	// Secret marks an action whose Text must never be shown: typing into
+	// a password, one-time-code or payment field, a secret placeholder.
+	// The executor decides it before anything about the action is
+	// recorded; every record then shows Masked().
+	Secret bool `json:"secret,omitzero"`
+}
+
+// SecretMask is what a secret action's text is recorded as.
+const SecretMask = "[secret]"
+
+// Masked returns a with its text replaced by SecretMask when it is secret:
+// the form in which every record, stream and screen shows it.
+func (a Action) Masked() Action {
+	if a.Secret && a.Text != "" {
+		a.Text = SecretMask
+	}
+	return a
 }
 
 // LogValue keeps typed text out of logs: only its length is shown.

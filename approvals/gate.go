@@ -109,9 +109,10 @@ var _ harness.Approver = (*Gate)(nil)
 func (g *Gate) Approve(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
 	s, req := g.inspect(ctx, r)
 	fs := g.rules.evaluate(s)
-	secret := secretTyping(s)
+	secret := r.Action.Secret || secretTyping(s)
 	if secret {
-		req.Action.Text = "[secret]" // a human decides without seeing it
+		req.Action.Secret = true
+		req.Action = req.Action.Masked() // a human decides without seeing it
 	}
 	var notes []string
 	if req.NoDOM && needsTarget(r.Action) {

@@ -18,10 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
@@ -133,6 +131,16 @@ type Config struct {
 	// has it. It must not block for long: the loop waits for it.
 	OnEvent func(trace.Event)
 
+	// OnTurn, when set, sees each model turn before any of its calls runs,
+	// as every record must show it: secret texts masked (see
+	// Executor.Prepare) and secret values redacted. r redacts what the
+	// caller stores besides (a model's saved conversation).
+	OnTurn func(t Turn, r Redactor)
+
+	// Inspector tells whether typed text is secret before it is recorded;
+	// nil: the Display, if it is one (see ExecutorConfig).
+	Inspector Inspector
+
 	// Resume continues a run that stopped in the middle of a turn (a
 	// restart): the loop answers the turn's calls that have no result yet,
 	// then goes on. Task and the first screenshot are not sent again.
@@ -190,17 +198,20 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if cfg.Model == nil || cfg.Display == nil {
 		return Outcome{}, errors.New("harness: Config needs a Model and a Display")
 	}
+	exec, err := NewExecutor(ExecutorConfig{Display: cfg.Display, Policy: cfg.Policy, Limits: cfg.Limits,
+		Capture: cfg.Capture, ZoomMax: cfg.ZoomMax, RejectStale: cfg.RejectStale, ActionTimeout: cfg.ActionTimeout,
+		Approver: cfg.Approver, Inspector: cfg.Inspector, Secrets: cfg.Secrets, Trace: cfg.Trace,
+		OnEvent: cfg.OnEvent, Logger: cfg.Logger})
+	if err != nil {
+		return Outcome{}, err
+	}
 	l := &loop{
 		cfg:        cfg,
+		exec:       exec,
 		log:        cmp.Or(cfg.Logger, slog.Default()),
 		maxSteps:   cmp.Or(cfg.MaxSteps, 50),
 		repeatWarn: cmp.Or(cfg.RepeatWarn, 3),
 		repeatStop: cmp.Or(cfg.RepeatStop, 5),
-		actTimeout: cmp.Or(cfg.ActionTimeout, 15*time.Second),
-		frames:     map[string]screen.Frame{},
-	}
-	for name, v := range cfg.Secrets {
-		l.redact.add(v, "[secret "+name+"]")
 	}
 	start := time.Now()
 	out := l.run(ctx)
@@ -209,42 +220,36 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	l.mu.Lock()
 	out.Calls, out.Failed, out.Usage = l.calls, l.failed, l.usage
 	l.mu.Unlock()
-	l.record(trace.Event{Type: trace.TypeRunEnd, Stop: string(out.Stop), Error: out.Err, Text: out.Text,
+	l.exec.Record(trace.Event{Type: trace.TypeRunEnd, Stop: string(out.Stop), Error: out.Err, Text: out.Text,
 		Elapsed: out.Elapsed, Step: out.Steps})
 	return out, nil
 }
 
+// loop asks the model and hands each of its calls to the Executor: the
+// loop decides what to ask and when to stop; the Executor does, and
+// records, everything that touches the display.
 type loop struct {
 	cfg        Config
+	exec       *Executor
 	log        *slog.Logger
 	maxSteps   int
 	repeatWarn int
 	repeatStop int
-	actTimeout time.Duration
 
-	steps, calls, failed int
-	usage                Usage
-
-	frames   map[string]screen.Frame // every frame sent to the model, by id
-	latest   screen.Frame            // the latest full (unzoomed) frame sent
-	cursor   *actions.Point          // last pointer position, CSS px
-	lastKey  string                  // repeat detection: the previous call's key
-	repeats  int                     // how many times in a row lastKey was seen
-	traceErr error                   // sticky: a trace that cannot be written stops the run
-
-	mu     sync.Mutex // guards the trace, traceErr, redact and the call counters: client calls run concurrently
-	redact redactor
+	steps         int
+	lastKey       string // repeat detection: the previous call's key
+	repeats       int    // how many times in a row lastKey was seen
+	mu            sync.Mutex
+	calls, failed int // guarded by mu: client calls run concurrently
+	usage         Usage
 }
+
+func (l *loop) record(e trace.Event) { l.exec.Record(e) }
 
 func (l *loop) run(ctx context.Context) Outcome {
 	var in Input
 	if rs := l.cfg.Resume; rs != nil {
-		for _, f := range rs.Frames {
-			l.frames[f.ID] = f
-			if !f.Zoomed() {
-				l.latest = f
-			}
-		}
+		l.exec.Remember(rs.Frames)
 		l.steps = rs.Step
 		l.record(trace.Event{Type: trace.TypeNote, Step: l.steps, Text: fmt.Sprintf("resumed at step %d with %d of %d calls answered",
 			rs.Step, len(rs.Done), len(rs.Turn.Calls))})
@@ -254,7 +259,7 @@ func (l *loop) run(ctx context.Context) Outcome {
 		}
 		in = Input{Results: results}
 	} else {
-		shot, name, err := l.capture(ctx)
+		shot, name, err := l.exec.Screenshot(ctx, ActorModel)
 		if err != nil {
 			l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Error: err.Error()})
 			return Outcome{Stop: StopError, Err: fmt.Sprintf("first screenshot: %v", err)}
@@ -266,7 +271,7 @@ func (l *loop) run(ctx context.Context) Outcome {
 		if err := ctx.Err(); err != nil {
 			return Outcome{Stop: StopError, Err: context.Cause(ctx).Error()}
 		}
-		if err := l.stickyTraceErr(); err != nil {
+		if err := l.exec.TraceErr(); err != nil {
 			return Outcome{Stop: StopError, Err: fmt.Sprintf("trace: %v", err)}
 		}
 		if l.steps >= l.maxSteps {
@@ -280,6 +285,7 @@ func (l *loop) run(ctx context.Context) Outcome {
 			return Outcome{Stop: StopError, Err: fmt.Sprintf("model: %v", err)}
 		}
 		l.addUsage(turn.Usage)
+		turn = l.prepare(ctx, turn)
 		l.record(trace.Event{Type: trace.TypeModelTurn, Step: l.steps, Text: turn.Text, Stop: string(turn.Stop),
 			Usage: trace.Usage(turn.Usage), Elapsed: time.Since(t0)})
 		if len(turn.Calls) == 0 {
@@ -297,6 +303,32 @@ func (l *loop) run(ctx context.Context) Outcome {
 	}
 }
 
+// prepare decides the secrets of turn's display calls before anything
+// about them is recorded, and shows the turn to OnTurn.
+func (l *loop) prepare(ctx context.Context, turn Turn) Turn {
+	var display []Call
+	var at []int
+	for i, c := range turn.Calls {
+		if !l.isClient(c) {
+			display = append(display, c)
+			at = append(at, i)
+		}
+	}
+	prepared := l.exec.Prepare(ctx, display)
+	turn.Calls = append([]Call(nil), turn.Calls...)
+	for k, i := range at {
+		turn.Calls[i] = prepared[k]
+	}
+	if l.cfg.OnTurn != nil {
+		l.cfg.OnTurn(l.exec.MaskTurn(turn), l.exec.Redactor())
+	}
+	return turn
+}
+
+func (l *loop) isClient(c Call) bool {
+	return l.cfg.Client != nil && c.DecodeErr == nil && l.cfg.Client.Has(c.Name)
+}
+
 // answer answers every call of turn that done does not already answer:
 // application-side calls concurrently through Config.Client, display calls
 // in order. It returns the results in the calls' order, or an Outcome and
@@ -310,7 +342,7 @@ func (l *loop) answer(ctx context.Context, turn Turn, done []Result) ([]Result, 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	isClient := func(c Call) bool { return l.cfg.Client != nil && c.DecodeErr == nil && l.cfg.Client.Has(c.Name) }
+	isClient := l.isClient
 	for i, c := range turn.Calls {
 		if r, ok := answered[c.ID]; ok {
 			results[i] = r
@@ -347,7 +379,7 @@ func (l *loop) clientCall(ctx context.Context, turn Turn, c Call) Result {
 	l.count(false)
 	t0 := time.Now()
 	l.record(trace.Event{Type: trace.TypeCall, Step: l.steps, CallID: c.ID, Name: c.Name, Raw: validJSON(c.Raw),
-		Input: validJSON(c.Input), Client: true})
+		Input: validJSON(c.Input), Client: true, Actor: actorName(ActorClient)})
 	r := Result{CallID: c.ID}
 	if turn.Stop == StopMaxTokens {
 		r.Err = ErrTruncated
@@ -373,286 +405,26 @@ func (l *loop) count(failed bool) {
 	}
 }
 
-// call answers one call. A non-empty StopReason ends the run.
+// call answers one display call through the Executor. A non-empty
+// StopReason ends the run.
 func (l *loop) call(ctx context.Context, turn Turn, c Call) (Result, StopReason) {
 	l.count(false)
-	t0 := time.Now()
-	r := Result{CallID: c.ID}
-	ce := trace.Event{Type: trace.TypeCall, Step: l.steps, CallID: c.ID, Name: c.Name, FrameID: c.FrameID,
-		Space: c.Space, Raw: maskTyped(validJSON(c.Raw), c.Actions)}
-	if c.DecodeErr != nil {
-		ce.Error = c.DecodeErr.Error()
-	}
-	l.record(ce)
-
-	stop := l.countRepeat(c)
+	o := Options{Actor: ActorModel, Step: l.steps, ModelText: turn.Text, Prepared: true}
+	var stop StopReason
 	switch {
-	case stop:
-		r.Err = fmt.Errorf("the same call was repeated %d times in a row; the run is stopped", l.repeats)
-		l.finish(&r, t0, "")
-		return r, StopRepeat
+	case l.countRepeat(c):
+		o.Refuse = fmt.Errorf("the same call was repeated %d times in a row; the run is stopped", l.repeats)
+		stop = StopRepeat
+	case turn.Stop == StopMaxTokens && c.DecodeErr == nil:
+		o.Refuse = ErrTruncated
 	case l.repeats >= l.repeatWarn:
-		r.Notes = append(r.Notes, fmt.Sprintf("You have sent this exact call %d times in a row. If the screen is not changing, try something else.", l.repeats))
+		o.Notes = append(o.Notes, fmt.Sprintf("You have sent this exact call %d times in a row. If the screen is not changing, try something else.", l.repeats))
 	}
-
-	r.Err = l.execute(ctx, turn, c, &r)
+	r := l.exec.Do(ctx, c, o)
 	if r.Err != nil {
 		l.count(true)
 	}
-	// Every result carries a fresh screenshot, whatever happened above.
-	shot, name, err := l.capture(ctx)
-	if err != nil {
-		r.Err = errors.Join(r.Err, fmt.Errorf("screenshot after the call: %w", err))
-	} else {
-		r.Shot = &shot
-		r.Notes = append(r.Notes, shot.Events...)
-		if shot.Frame.Settle.TimedOut {
-			r.Notes = append(r.Notes, fmt.Sprintf("The page had not settled after %v (%s); the screenshot may show it mid-change.",
-				shot.Frame.Settle.Waited.Round(time.Millisecond), shot.Frame.Settle.Reason))
-		}
-	}
-	l.finish(&r, t0, name)
-	return r, ""
-}
-
-// finish records r; shot is the trace file of r.Shot.
-func (l *loop) finish(r *Result, t0 time.Time, shot string) {
-	r.Elapsed = time.Since(t0)
-	e := trace.Event{Type: trace.TypeResult, Step: l.steps, CallID: r.CallID, Ran: r.Ran, Error: errString(r.Err),
-		Notes: r.Notes, Elapsed: r.Elapsed}
-	if r.Shot != nil {
-		e.FrameID, e.Frame, e.Shot = r.Shot.Frame.ID, r.Shot.Frame, shot
-	}
-	l.record(e)
-}
-
-// execute validates and performs c's batch, filling r. It returns why the
-// call failed, in words for the model, or nil.
-func (l *loop) execute(ctx context.Context, turn Turn, c Call, r *Result) error {
-	if c.DecodeErr != nil {
-		return fmt.Errorf("could not decode the call: %w", c.DecodeErr)
-	}
-	if turn.Stop == StopMaxTokens {
-		return ErrTruncated
-	}
-	frame, err := l.frameFor(c, r)
-	if err != nil {
-		return err
-	}
-	if err := actions.ValidateBatch(c.Actions, l.cfg.Limits); err != nil {
-		return err
-	}
-	if err := l.cfg.Policy.CheckBatch(c.Actions); err != nil {
-		return err
-	}
-	if len(c.SafetyChecks) > 0 {
-		if l.cfg.Approver == nil {
-			return fmt.Errorf("%w: the provider's safety checks (%s) need a human's approval, and this run has no approver", ErrDenied, checkCodes(c.SafetyChecks))
-		}
-		d, err := l.cfg.Approver.Approve(ctx, ApprovalRequest{CallID: c.ID, Index: -1, Frame: frame,
-			SafetyChecks: c.SafetyChecks, ModelText: turn.Text})
-		if err != nil {
-			return fmt.Errorf("safety checks (%s): %w", checkCodes(c.SafetyChecks), err)
-		}
-		r.Notes = append(r.Notes, d.Notes...)
-		r.Acknowledged = c.SafetyChecks
-	}
-	for i, a := range c.Actions {
-		if err := l.act(ctx, turn, c, i, a, frame, r); err != nil {
-			return fmt.Errorf("action %d (%s): %w", i, a.Kind, err)
-		}
-		r.Ran++
-	}
-	return nil
-}
-
-// frameFor returns the frame c's coordinates refer to, and flags an old one.
-func (l *loop) frameFor(c Call, r *Result) (screen.Frame, error) {
-	if c.FrameID == "" || c.FrameID == l.latest.ID {
-		return l.latest, nil
-	}
-	f, ok := l.frames[c.FrameID]
-	if !ok {
-		return screen.Frame{}, fmt.Errorf("%w %q", ErrUnknownFrame, c.FrameID)
-	}
-	if f.Zoomed() {
-		return f, nil // coordinates in a zoom image map into its region
-	}
-	if l.cfg.RejectStale {
-		return screen.Frame{}, fmt.Errorf("%w: the call refers to screenshot %s but %s is the latest", ErrStaleFrame, f.ID, l.latest.ID)
-	}
-	r.Notes = append(r.Notes, fmt.Sprintf("This call refers to screenshot %s, but %s is the latest; its coordinates were mapped with %s's geometry.", f.ID, l.latest.ID, f.ID))
-	return f, nil
-}
-
-// act runs one action of a batch.
-func (l *loop) act(ctx context.Context, turn Turn, c Call, i int, a actions.Action, frame screen.Frame, r *Result) error {
-	m, err := frame.Map(a, c.Space)
-	if err != nil {
-		return err
-	}
-	ev := trace.Event{Type: trace.TypeAction, Step: l.steps, CallID: c.ID, Index: i, FrameID: frame.ID,
-		Frame: frame, Action: a, Mapped: m, Stale: frame.ID != l.latest.ID && !frame.Zoomed()}
-	t0 := time.Now()
-	defer func() { ev.Elapsed = time.Since(t0); l.record(ev) }()
-
-	if l.cfg.Approver != nil {
-		req := ApprovalRequest{CallID: c.ID, Index: i, Action: a, Frame: frame, ModelText: turn.Text}
-		if a.Kind.IsPointer() {
-			req.Mapped = &m
-		}
-		d, err := l.cfg.Approver.Approve(ctx, req)
-		if d.Secret {
-			ev.Secret = true // a refused password stays as secret as an approved one
-		}
-		if err != nil {
-			ev.Error = err.Error()
-			return err
-		}
-		r.Notes = append(r.Notes, d.Notes...)
-		if d.Secret {
-			ev.Secret = true
-		}
-		if d.Edit != nil {
-			if a, m, err = l.edited(*d.Edit, frame); err != nil {
-				ev.Error = err.Error()
-				return err
-			}
-			ev.Action, ev.Mapped, ev.Edited = a, m, true
-			r.Notes = append(r.Notes, fmt.Sprintf("A human edited this action before it ran; it ran as %s.", describe(a)))
-		}
-	}
-
-	switch a.Kind {
-	case actions.Screenshot:
-		// The fresh screenshot after the batch answers it.
-	case actions.Wait:
-		err = sleep(ctx, a.Duration)
-	case actions.CursorPosition:
-		if l.cursor == nil {
-			err = errors.New("the pointer has not been moved yet")
-			break
-		}
-		p := l.latest.FromCSS(*l.cursor)
-		r.Cursor = &p
-	case actions.Zoom:
-		var shot screen.Shot
-		shot, err = l.zoom(ctx, m.Region)
-		if err == nil {
-			r.Zoom = &shot
-		}
-	default:
-		if ev.Secret && a.Kind == actions.Type {
-			l.mu.Lock()
-			l.redact.add(a.Text, "[typed secret]")
-			l.mu.Unlock()
-		}
-		if m.Kind == actions.Type {
-			m.Text = l.unveil(m.Text)
-		}
-		actx, cancel := context.WithTimeout(ctx, l.actTimeout+a.Duration)
-		err = l.cfg.Display.Perform(actx, m)
-		cancel()
-		if err == nil {
-			l.trackCursor(m)
-		}
-	}
-	if err != nil {
-		ev.Error = err.Error()
-	}
-	return err
-}
-
-// unveil replaces {{NAME}} placeholders of Config.Secrets in typed text.
-func (l *loop) unveil(text string) string {
-	if len(l.cfg.Secrets) == 0 || !strings.Contains(text, "{{") {
-		return text
-	}
-	for name, v := range l.cfg.Secrets {
-		text = strings.ReplaceAll(text, "{{"+name+"}}", v)
-	}
-	return text
-}
-
-// edited checks a human's replacement for an action, in the pixels of
-// frame's image, and maps it.
-func (l *loop) edited(a actions.Action, frame screen.Frame) (actions.Action, screen.Mapped, error) {
-	if err := a.Validate(l.cfg.Limits); err != nil {
-		return a, screen.Mapped{}, fmt.Errorf("the approver's edit: %w", err)
-	}
-	if err := l.cfg.Policy.Check(a); err != nil {
-		return a, screen.Mapped{}, fmt.Errorf("the approver's edit: %w", err)
-	}
-	m, err := frame.Map(a, screen.Image)
-	if err != nil {
-		return a, screen.Mapped{}, fmt.Errorf("the approver's edit: %w", err)
-	}
-	return a, m, nil
-}
-
-// describe names an action for the model without repeating typed text.
-func describe(a actions.Action) string {
-	switch {
-	case a.Kind == actions.Type:
-		return fmt.Sprintf("type (%d characters)", utf8.RuneCountInString(a.Text))
-	case a.Kind.IsPointer() && a.HasAt:
-		return fmt.Sprintf("%s at %v in the screenshot", a.Kind, a.At)
-	}
-	return a.Kind.String()
-}
-
-func (l *loop) trackCursor(m screen.Mapped) {
-	switch {
-	case m.Kind == actions.Drag && len(m.Path) > 0:
-		p := m.Path[len(m.Path)-1]
-		l.cursor = &p
-	case m.Kind.IsPointer() && m.HasAt:
-		p := m.At
-		l.cursor = &p
-	}
-}
-
-// capture takes the screenshot the model is sent next, remembers its frame
-// and saves it to the trace, returning the trace file name.
-func (l *loop) capture(ctx context.Context) (screen.Shot, string, error) {
-	shot, err := l.cfg.Display.Capture(ctx, l.cfg.Capture)
-	if err != nil {
-		return screen.Shot{}, "", err
-	}
-	l.frames[shot.Frame.ID] = shot.Frame
-	l.latest = shot.Frame
-	return shot, l.saveShot(shot), nil
-}
-
-// zoom captures region (CSS px) at full resolution, capped at ZoomMax.
-func (l *loop) zoom(ctx context.Context, region actions.Rect) (screen.Shot, error) {
-	dpr := cmp.Or(l.latest.DPR, 1)
-	full := screen.Size{W: int(region.Dx() * dpr), H: int(region.Dy() * dpr)}
-	limit := l.cfg.ZoomMax
-	if limit == 0 {
-		limit = cmp.Or(max(l.cfg.Capture.Size.W, l.cfg.Capture.Size.H), 1568)
-	}
-	o := l.cfg.Capture
-	o.Region = region
-	o.Size = fitLongEdge(full, limit)
-	shot, err := l.cfg.Display.Capture(ctx, o)
-	if err != nil {
-		return screen.Shot{}, err
-	}
-	l.frames[shot.Frame.ID] = shot.Frame
-	if name := l.saveShot(shot); name != "" {
-		l.record(trace.Event{Type: trace.TypeNote, Step: l.steps, Text: "zoom capture " + shot.Frame.ID,
-			FrameID: shot.Frame.ID, Frame: shot.Frame, Shot: name})
-	}
-	return shot, nil
-}
-
-func fitLongEdge(s screen.Size, limit int) screen.Size {
-	long := max(s.W, s.H)
-	if long <= limit || long == 0 {
-		return screen.Size{W: max(s.W, 1), H: max(s.H, 1)}
-	}
-	return screen.Size{W: max(s.W*limit/long, 1), H: max(s.H*limit/long, 1)}
+	return r, stop
 }
 
 // countRepeat updates repeat detection with c and reports whether the run
@@ -696,44 +468,6 @@ func (l *loop) addUsage(u Usage) {
 	l.usage.OutputTokens += u.OutputTokens
 	l.usage.CachedTokens += u.CachedTokens
 	l.usage.CostUSD += u.CostUSD
-}
-
-func (l *loop) record(e trace.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.redact.event(&e)
-	if l.cfg.Trace != nil && l.traceErr == nil {
-		if err := l.cfg.Trace.Write(e); err != nil {
-			l.traceErr = err
-			l.log.Error("trace write failed; stopping the run", "err", err)
-		}
-	}
-	if l.cfg.OnEvent != nil {
-		l.cfg.OnEvent(e)
-	}
-}
-
-func (l *loop) stickyTraceErr() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.traceErr
-}
-
-// saveShot writes s to the trace and returns its file name, or "" when
-// there is no trace or it failed (which stops the run).
-func (l *loop) saveShot(s screen.Shot) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cfg.Trace == nil || l.traceErr != nil {
-		return ""
-	}
-	name, err := l.cfg.Trace.WriteShot(s)
-	if err != nil {
-		l.traceErr = err
-		l.log.Error("trace screenshot failed; stopping the run", "err", err)
-		return ""
-	}
-	return name
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

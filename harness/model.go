@@ -129,6 +129,8 @@ type Result struct {
 	// Acknowledged lists the safety checks a human approved.
 	Acknowledged []SafetyCheck
 	Elapsed      time.Duration
+
+	cursorCSS *actions.Point // cursor_position's answer until the fresh screenshot maps it
 }
 
 // Display is where actions happen: screen/cdp provides one, and later

@@ -15,13 +15,16 @@ import (
 // ordinary text ("a" everywhere) and protect little.
 const minSecret = 4
 
-// redactor replaces secret values in everything a run records.
-type redactor struct {
+// Redactor replaces secret values in what is recorded. The Executor keeps
+// one with every secret it has seen; callers that store things the events
+// do not carry (a model's saved conversation) pass them through a copy
+// (Executor.Redactor). Its zero value redacts nothing.
+type Redactor struct {
 	values []string // longest first, so a secret containing another is masked whole
 	masks  map[string]string
 }
 
-func (r *redactor) add(v, mask string) {
+func (r *Redactor) add(v, mask string) {
 	if len(v) < minSecret || slices.Contains(r.values, v) {
 		return
 	}
@@ -33,7 +36,19 @@ func (r *redactor) add(v, mask string) {
 	slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
 }
 
-func (r *redactor) str(s string) string {
+func (r *Redactor) clone() Redactor {
+	c := Redactor{values: append([]string(nil), r.values...), masks: make(map[string]string, len(r.masks))}
+	for k, v := range r.masks {
+		c.masks[k] = v
+	}
+	return c
+}
+
+// Empty reports whether r has nothing to redact.
+func (r *Redactor) Empty() bool { return len(r.values) == 0 }
+
+// String returns s with every secret value replaced by its mask.
+func (r *Redactor) String(s string) string {
 	for _, v := range r.values {
 		if strings.Contains(s, v) {
 			s = strings.ReplaceAll(s, v, r.masks[v])
@@ -42,8 +57,8 @@ func (r *redactor) str(s string) string {
 	return s
 }
 
-// json redacts a JSON document, where a secret may appear escaped.
-func (r *redactor) json(b json.RawMessage) json.RawMessage {
+// JSON redacts a JSON document, where a secret may appear escaped.
+func (r *Redactor) JSON(b json.RawMessage) json.RawMessage {
 	if len(b) == 0 {
 		return b
 	}
@@ -61,67 +76,55 @@ func (r *redactor) json(b json.RawMessage) json.RawMessage {
 }
 
 // event redacts e in place. A secret action's text is masked whole.
-func (r *redactor) event(e *trace.Event) {
-	if e.Secret && e.Action.Text != "" {
-		e.Action.Text, e.Mapped.Text = "[secret]", "[secret]"
+func (r *Redactor) event(e *trace.Event) {
+	if e.Secret || e.Action.Secret {
+		e.Secret = true
+		if e.Action.Text != "" {
+			e.Action.Text, e.Mapped.Text = actions.SecretMask, actions.SecretMask
+		}
+		e.Action.Secret, e.Mapped.Secret = true, true
 	}
 	if len(r.values) == 0 {
 		return
 	}
-	e.Task, e.Text, e.Error = r.str(e.Task), r.str(e.Text), r.str(e.Error)
+	e.Task, e.Text, e.Error = r.String(e.Task), r.String(e.Text), r.String(e.Error)
 	if e.Notes != nil {
 		notes := make([]string, len(e.Notes))
 		for i, n := range e.Notes {
-			notes[i] = r.str(n)
+			notes[i] = r.String(n)
 		}
 		e.Notes = notes
 	}
-	e.Action.Text, e.Mapped.Text = r.str(e.Action.Text), r.str(e.Mapped.Text)
-	e.Action.URL, e.Mapped.URL, e.Frame.URL = r.str(e.Action.URL), r.str(e.Mapped.URL), r.str(e.Frame.URL)
-	e.Raw, e.Input = r.json(e.Raw), r.json(e.Input)
-}
-
-// maskTyped returns raw with the text of the batch's Type actions replaced,
-// so that a call event never holds typed text: whether the text was secret
-// (a password field) is known only when the action runs. The action events
-// hold the text, masked when it was secret.
-func maskTyped(raw json.RawMessage, batch []actions.Action) json.RawMessage {
-	var r redactor
-	for _, a := range batch {
-		if a.Kind == actions.Type || (a.Kind == actions.Dialog && a.Text != "") {
-			r.add(a.Text, "[typed text]")
-		}
-	}
-	return r.json(raw)
+	e.Action.Text, e.Mapped.Text = r.String(e.Action.Text), r.String(e.Mapped.Text)
+	e.Action.URL, e.Mapped.URL, e.Frame.URL = r.String(e.Action.URL), r.String(e.Mapped.URL), r.String(e.Frame.URL)
+	e.Raw, e.Input = r.JSON(e.Raw), r.JSON(e.Input)
 }
 
 // toModel returns in with every secret value redacted: a page can reflect a
 // secret (in its URL, in a dialog), and the model must not see it either.
 func (l *loop) toModel(in Input) Input {
-	l.mu.Lock()
-	r := l.redact
-	l.mu.Unlock()
-	if len(r.values) == 0 {
+	r := l.exec.Redactor()
+	if r.Empty() {
 		return in
 	}
 	out := in
-	out.Task = r.str(in.Task)
+	out.Task = r.String(in.Task)
 	if in.Shot != nil {
 		out.Shot = r.shot(in.Shot)
 	}
 	if in.Results != nil {
 		out.Results = make([]Result, len(in.Results))
 		for i, res := range in.Results {
-			res.Output = r.str(res.Output)
+			res.Output = r.String(res.Output)
 			if res.Notes != nil {
 				notes := make([]string, len(res.Notes))
 				for j, n := range res.Notes {
-					notes[j] = r.str(n)
+					notes[j] = r.String(n)
 				}
 				res.Notes = notes
 			}
 			if res.Err != nil {
-				if msg := r.str(res.Err.Error()); msg != res.Err.Error() {
+				if msg := r.String(res.Err.Error()); msg != res.Err.Error() {
 					res.Err = redactedError{msg: msg, err: res.Err}
 				}
 			}
@@ -138,13 +141,13 @@ func (l *loop) toModel(in Input) Input {
 }
 
 // shot returns a copy of s with its URL and events redacted.
-func (r *redactor) shot(s *screen.Shot) *screen.Shot {
+func (r *Redactor) shot(s *screen.Shot) *screen.Shot {
 	c := *s
-	c.Frame.URL = r.str(c.Frame.URL)
+	c.Frame.URL = r.String(c.Frame.URL)
 	if c.Events != nil {
 		c.Events = make([]string, len(s.Events))
 		for i, e := range s.Events {
-			c.Events[i] = r.str(e)
+			c.Events[i] = r.String(e)
 		}
 	}
 	return &c

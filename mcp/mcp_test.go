@@ -284,12 +284,15 @@ func TestWaitingApprovalHonoursCancel(t *testing.T) {
 		return harness.Decision{}, context.Cause(ctx)
 	})
 	ctx, cancel := context.WithCancelCause(t.Context())
-	ex := &Executor{Display: &screentest.Fake{}, Policy: actions.Standard(), Approver: block}
-	if _, err := ex.Screenshot(ctx); err != nil {
+	ex, err := harness.NewExecutor(harness.ExecutorConfig{Display: &screentest.Fake{}, Policy: actions.Standard(), Approver: block})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ex.Screenshot(ctx, harness.ActorClient); err != nil {
 		t.Fatal(err)
 	}
 	cancel(errors.New("the client went away"))
-	r := ex.Call(ctx, "c1", "", []actions.Action{{Kind: actions.Type, Text: "x"}})
+	r := ex.Do(ctx, harness.Call{ID: "c1", Actions: []actions.Action{{Kind: actions.Type, Text: "x"}}}, harness.Options{Actor: harness.ActorClient})
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "the client went away") {
 		t.Errorf("Call() with a canceled context: %v, want the cause", r.Err)
 	}

@@ -14,10 +14,11 @@
 //
 // Every connection has a default session, opened at its first call and
 // closed when the connection ends; calls may name another session instead.
-// Calls go through an Executor: the same validation, Policy, mapping with
-// the frame the client saw, and Approver as the harness loop. A refused or
-// failed call is a tool result with isError set and the reason in words,
-// still with a fresh screenshot.
+// Calls go through harness.Executor, the one per-action path the harness
+// loop uses too: validation, the Policy, secret fields, mapping with the
+// frame the client saw, the Approver, the fresh screenshot and the record.
+// A refused or failed call is a tool result with isError set and the
+// reason in words, still with a fresh screenshot.
 //
 // Server.Run serves one connection over a transport (stdio); Server.Handler
 // serves streamable HTTP. Server.Close closes every display.
@@ -38,6 +39,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -66,17 +68,27 @@ type Config struct {
 	Limits   actions.Limits        // zero: actions' defaults
 	Capture  screen.CaptureOptions // the screenshot sent back; zero Size: the viewport's CSS size
 	Approver harness.Approver      // nil: actions run once the Policy allows them
-	// NewApprover, when set, gives each new session its own Approver
-	// (such as an approvals.Gate per session, with the display to
-	// hit-test) instead of Approver. id is the session's id in this
-	// server. When the session closes, an Approver with a
-	// Close(context.Context) error method is closed.
-	NewApprover func(ctx context.Context, id string, d Display) (harness.Approver, error)
+	// Attach, when set, connects each new session to a server that
+	// supervises it (spotter serve): its own Approver (an approvals.Gate
+	// with the display to hit-test) instead of Approver, a trace whose
+	// screenshots the approvals show, and the events of its calls for the
+	// session's history. id is the session's id in this server.
+	Attach func(ctx context.Context, id string, d Display) (Attached, error)
 
 	MaxSessions int          // default 8
 	Name        string       // the server's name in the handshake; default "spotter"
 	Version     string       // default "dev"
 	Logger      *slog.Logger // nil: slog.Default()
+}
+
+// Attached is what a supervising server gives a session. Every field is
+// optional.
+type Attached struct {
+	Approver harness.Approver
+	Trace    *trace.Writer
+	OnEvent  func(trace.Event)
+	// Close is called when the session closes, after its display.
+	Close func(ctx context.Context) error
 }
 
 // Server is an MCP server over Spotter displays. It is safe for concurrent
@@ -96,19 +108,23 @@ type Server struct {
 }
 
 type session struct {
-	id   string
-	exec *Executor
-	disp Display
-	url  string // the start URL
+	id       string
+	exec     *harness.Executor
+	disp     Display
+	url      string // the start URL
+	attached Attached
 }
 
-// close closes the session's display, and its Approver if it has a Close.
+// close closes the session's display, then what attached it.
 func (se *session) close(ctx context.Context) error {
-	var err error
-	if c, ok := se.exec.Approver.(interface{ Close(context.Context) error }); ok {
-		err = c.Close(ctx)
+	err := se.disp.Close(ctx)
+	if se.attached.Trace != nil {
+		err = errors.Join(err, se.attached.Trace.Close())
 	}
-	return errors.Join(err, se.disp.Close(ctx))
+	if se.attached.Close != nil {
+		err = errors.Join(err, se.attached.Close(ctx))
+	}
+	return err
 }
 
 // New returns a Server.
@@ -225,15 +241,33 @@ func (s *Server) newSession(ctx context.Context, id, start string) (*session, er
 			return nil, fmt.Errorf("open %s: %w", start, err)
 		}
 	}
-	approver := s.cfg.Approver
-	if s.cfg.NewApprover != nil {
-		if approver, err = s.cfg.NewApprover(ctx, id, d); err != nil {
+	at := Attached{Approver: s.cfg.Approver}
+	if s.cfg.Attach != nil {
+		if at, err = s.cfg.Attach(ctx, id, d); err != nil {
 			d.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("approvals of session %s: %w", id, err)
+			return nil, fmt.Errorf("attach session %s: %w", id, err)
 		}
 	}
-	return &session{id: id, disp: d, url: start, exec: &Executor{Display: d, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
-		Approver: approver, Capture: s.cfg.Capture}}, nil
+	exec, err := harness.NewExecutor(harness.ExecutorConfig{Display: d, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
+		Capture: s.cfg.Capture, Approver: at.Approver, Trace: at.Trace, OnEvent: at.OnEvent, Logger: s.log})
+	se := &session{id: id, disp: d, url: start, exec: exec, attached: at}
+	if err != nil {
+		se.close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return se, nil
+}
+
+// screenshot captures the session's display and records the frame, so
+// that calls (and the approvals they raise) can refer to it.
+func (se *session) screenshot(ctx context.Context) (screen.Shot, error) {
+	shot, name, err := se.exec.Screenshot(ctx, harness.ActorClient)
+	if err != nil {
+		return shot, err
+	}
+	se.exec.Record(trace.Event{Type: trace.TypeNote, Text: "screenshot " + shot.Frame.ID, Actor: string(harness.ActorClient),
+		FrameID: shot.Frame.ID, Frame: shot.Frame, Shot: name})
+	return shot, nil
 }
 
 // closeSession closes the session id.

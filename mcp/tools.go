@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -187,7 +188,7 @@ func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	return s.call(ctx, se, a.FrameID, batch), nil
+	return s.call(ctx, se, a.FrameID, batch, raw), nil
 }
 
 func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -199,7 +200,8 @@ func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	return s.call(ctx, se, "", []actions.Action{{Kind: actions.Navigate, URL: a.URL}}), nil
+	raw, _ := json.Marshal(map[string]string{"url": a.URL})
+	return s.call(ctx, se, "", []actions.Action{{Kind: actions.Navigate, URL: a.URL}}, raw), nil
 }
 
 func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -221,11 +223,11 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if err != nil {
 		return errorResult(err), nil
 	}
-	shot, err := se.exec.Screenshot(ctx)
+	shot, err := se.screenshot(ctx)
 	if err != nil {
 		return errorResult(fmt.Errorf("session %s opened, but the screenshot failed: %w", se.id, err)), nil
 	}
-	return shotResult(se.id, Result{Shot: &shot}), nil
+	return shotResult(se.id, harness.Result{Shot: &shot}), nil
 }
 
 func (s *Server) closeSessionTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -246,13 +248,19 @@ func (s *Server) listSessions(ctx context.Context, req *sdk.CallToolRequest) (*s
 	return textResult(map[string]any{"sessions": s.list()}), nil
 }
 
-// call runs a batch in the session and turns the result into tool content.
-func (s *Server) call(ctx context.Context, se *session, frameID string, batch []actions.Action) *sdk.CallToolResult {
+// call runs a batch in the session, through the one per-action path, and
+// turns the result into tool content. raw is the call as the client sent
+// it, for the record.
+func (s *Server) call(ctx context.Context, se *session, frameID string, batch []actions.Action, raw json.RawMessage) *sdk.CallToolResult {
 	s.mu.Lock()
 	s.seq++
 	id := fmt.Sprintf("mcp-%d", s.seq)
 	s.mu.Unlock()
-	r := se.exec.Call(ctx, id, frameID, batch)
+	for i := range batch {
+		batch[i].Secret = false // the executor decides
+	}
+	r := se.exec.Do(ctx, harness.Call{ID: id, Name: ToolComputer, Actions: batch, Space: screen.Image, FrameID: frameID,
+		Raw: raw}, harness.Options{Actor: harness.ActorClient})
 	if r.Err != nil {
 		s.log.InfoContext(ctx, "call failed", "session", se.id, "call", id, "err", r.Err)
 	}
@@ -272,7 +280,7 @@ type note struct {
 	ZoomID  string         `json:"zoom_frame_id,omitempty"`
 }
 
-func shotResult(session string, r Result) *sdk.CallToolResult {
+func shotResult(session string, r harness.Result) *sdk.CallToolResult {
 	n := note{Session: session, Ran: r.Ran, Notes: r.Notes, Cursor: r.Cursor}
 	var content []sdk.Content
 	if r.Err != nil {

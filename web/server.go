@@ -289,32 +289,18 @@ func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.
 		StartURL: mc.StartURL,
 		Policy:   policy,
 		Capture:  screen.CaptureOptions{Size: mc.Image},
-		NewApprover: func(ctx context.Context, id string, d mcp.Display) (harness.Approver, error) {
-			sid, err := s.mgr.Attach(ctx, session.KindMCP, "MCP session "+id, "mcp")
+		Attach: func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
+			r, err := s.mgr.AttachRemote(ctx, session.KindMCP, "MCP session "+id, "mcp", mc.Rules, policy.Hosts, d)
 			if err != nil {
-				return nil, err
+				return mcp.Attached{}, err
 			}
-			a, err := s.mgr.Approver(sid, mc.Rules, policy.Hosts, d)
-			if err != nil {
-				_ = s.mgr.Detach(ctx, sid)
-				return nil, err
-			}
-			return mcpApprover{Approver: a, mgr: s.mgr, id: sid}, nil
+			return mcp.Attached{Approver: r.Approver, Trace: r.Trace, OnEvent: r.OnEvent,
+				Close: func(ctx context.Context) error { return s.mgr.Detach(ctx, r.ID) }}, nil
 		},
 		MaxSessions: mc.MaxSessions,
 		Logger:      s.log,
 	})
 }
-
-// mcpApprover is an MCP session's Approver; closing it ends the session
-// of kind "mcp" that shows its approvals.
-type mcpApprover struct {
-	harness.Approver
-	mgr *session.Manager
-	id  string
-}
-
-func (a mcpApprover) Close(ctx context.Context) error { return a.mgr.Detach(ctx, a.id) }
 
 func (s *Server) closeStore() error {
 	if s.ownSt {

@@ -57,12 +57,13 @@ func TestTakeover(t *testing.T) {
 	r.Body.Close()
 	evs := (<-done).evs
 	// The hand-back comes before the call's result: the call waited.
-	want := []string{"approval_decided:toolu_1", "takeover", "tool_result:toolu_1", "text_delta", "turn_stop:end_turn"}
+	// The operator's own input is in the stream and the history too.
+	want := []string{"approval_decided:toolu_1", "operator_input", "takeover", "tool_result:toolu_1", "text_delta", "turn_stop:end_turn"}
 	if diff := cmp.Diff(want, kinds(evs)); diff != "" {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
 	var res session.ToolResultEvent
-	_ = json.Unmarshal(evs[2].Data, &res)
+	_ = json.Unmarshal(evs[3].Data, &res)
 	if !strings.Contains(res.Content[0].Text, session.HumanActed) {
 		t.Errorf("tool_result text = %q, want the note that a human acted", res.Content[0].Text)
 	}
@@ -137,5 +138,76 @@ func TestDisconnectMidTurn(t *testing.T) {
 	ev, err := newSSEReader(r2.Body).next()
 	if err != nil || ev.ID != 4 || ev.Type != "text_delta" {
 		t.Errorf("after Last-Event-ID 3: %+v, %v; want seq 4 text_delta", ev, err)
+	}
+}
+
+// An operator's input goes through the same path as the model's actions,
+// as actor operator: the session's policy (hosts, files, forbidden keys)
+// refuses what it refuses for the model, with a 403 and the reason, and
+// the audit keeps what was asked. A scoped token's holder is bound by the
+// same policy.
+func TestTakeoverInputFollowsThePolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true},
+		anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("nothing to do")}},
+	)
+	resp, _ := e.stream("PUT", "/session", spec("Wait", map[string]any{"start_url": "https://shop.example/"}))
+	id := resp.Header.Get("X-Session-Id")
+	r := e.request("POST", "/session/"+id+"/takeover", map[string]any{"active": true})
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("takeover = %d", r.StatusCode)
+	}
+	refused := []map[string]any{
+		{"kind": "navigate", "url": "https://evil.example/steal"},
+		{"kind": "upload", "files": []string{"/etc/passwd"}},
+		{"kind": "keypress", "keys": []string{"Control", "w"}},
+	}
+	for _, in := range refused {
+		r := e.request("POST", "/session/"+id+"/input", in)
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "not allowed") {
+			t.Errorf("input %v = %d %s, want 403 with the policy's reason", in, r.StatusCode, b)
+		}
+	}
+	// The display never saw them: only the start page was loaded.
+	e.mu.Lock()
+	performed := e.fakes[0].Performed()
+	e.mu.Unlock()
+	for _, m := range performed[1:] {
+		t.Errorf("the display performed a refused input: %+v", m.Action)
+	}
+	// An allowed input still runs.
+	r = e.request("POST", "/session/"+id+"/input", map[string]any{"kind": "navigate", "url": "https://shop.example/cart"})
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Errorf("allowed input = %d", r.StatusCode)
+	}
+	var audit struct {
+		Audit []struct {
+			Action string
+			Detail json.RawMessage
+		}
+	}
+	e.getJSON("/audit?session="+id, &audit)
+	var inputs []string
+	for _, a := range audit.Audit {
+		if a.Action == "input" {
+			inputs = append(inputs, string(a.Detail))
+		}
+	}
+	if len(inputs) != 4 {
+		t.Fatalf("audit has %d inputs, want 4: %v", len(inputs), inputs)
+	}
+	for i, want := range []string{"evil.example", "/etc/passwd", `"w"`, "shop.example/cart"} {
+		if !strings.Contains(inputs[i], want) {
+			t.Errorf("audit of input %d = %s, want it to name %s", i, inputs[i], want)
+		}
+	}
+	for _, d := range inputs[:3] {
+		if !strings.Contains(d, `"error"`) {
+			t.Errorf("audit of a refused input has no error: %s", d)
+		}
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -40,8 +43,18 @@ func (s *Session) openDisplay(ctx context.Context) error {
 		_ = d.Close(context.WithoutCancel(ctx))
 		return fmt.Errorf("open %s: %w", url, err)
 	}
+	// The operator's input goes through the same per-action path as the
+	// model's (validation, the Policy, secret fields, the record), as
+	// actor operator: no approvals, since the operator is the human.
+	op, err := harness.NewExecutor(harness.ExecutorConfig{Display: d, Policy: *s.spec.Policy,
+		Capture: screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
+		OnEvent: s.onOperatorEvent, Logger: s.log})
+	if err != nil {
+		_ = d.Close(context.WithoutCancel(ctx))
+		return err
+	}
 	s.mu.Lock()
-	s.disp = &guard{inner: d, free: closedChan()}
+	s.disp = &guard{inner: d, op: op, free: closedChan()}
 	s.mu.Unlock()
 	return nil
 }
@@ -71,6 +84,7 @@ var ErrNoTakeover = errors.New("take over the session first")
 // the next screenshot tells the model that a human acted.
 type guard struct {
 	inner Display
+	op    *harness.Executor // the operator's way to the display
 
 	mu     sync.Mutex
 	active bool
@@ -152,9 +166,16 @@ func (s *Session) Takeover(ctx context.Context, active bool, by string) error {
 	return nil
 }
 
-// Input performs an operator's action on the display during a takeover.
-// Its coordinates are pixels of the latest screenshot; it answers with a
-// fresh screenshot of the same size.
+// ErrRefused marks operator input the session's policy refuses.
+var ErrRefused = errors.New("refused")
+
+// Input performs an operator's action on the display during a takeover,
+// through the one per-action path as actor operator: the session's Policy
+// (hosts, files, forbidden keys, limits) applies, approvals do not, and
+// text typed into a password field is recorded masked. Its coordinates
+// are pixels of the latest screenshot; it answers with a fresh screenshot
+// of the same size. Every input, refused or not, is audited with what was
+// asked.
 func (s *Session) Input(ctx context.Context, a actions.Action, by string) (screen.Shot, error) {
 	s.mu.Lock()
 	g := s.disp
@@ -168,33 +189,57 @@ func (s *Session) Input(ctx context.Context, a actions.Action, by string) (scree
 	if !active {
 		return screen.Shot{}, ErrNoTakeover
 	}
-	if err := a.Validate(actions.Limits{}); err != nil {
-		return screen.Shot{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	if has && g.op.Latest().ID == "" {
+		g.op.Remember([]screen.Frame{last.Frame}) // the screenshot the panel shows
 	}
-	size := s.spec.image()
-	frame := last.Frame
-	if !has {
-		shot, err := g.inner.Capture(ctx, screen.CaptureOptions{Size: size, Format: screen.PNG})
-		if err != nil {
-			return screen.Shot{}, err
-		}
-		frame = shot.Frame
-	}
-	m, err := frame.Map(a, screen.Image)
-	if err != nil {
-		return screen.Shot{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	if err := g.inner.Perform(ctx, m); err != nil {
-		return screen.Shot{}, err
-	}
-	shot, err := g.inner.Capture(ctx, screen.CaptureOptions{Size: size, Format: screen.PNG})
+	id, err := newID("op")
 	if err != nil {
 		return screen.Shot{}, err
 	}
-	g.mu.Lock()
-	g.acted = true
-	g.last, g.hasLst = shot, true
-	g.mu.Unlock()
-	s.m.audit(ctx, by, "input", s.id, "", map[string]any{"kind": a.Kind, "at": a.At, "text_len": len(a.Text)})
-	return shot, nil
+	a.Secret = false // the executor decides
+	r := g.op.Do(ctx, harness.Call{ID: id, Name: "operator", Actions: []actions.Action{a}, Space: screen.Image},
+		harness.Options{Actor: harness.ActorOperator})
+	detail := map[string]any{"call": id, "action": operatorAction(a)}
+	if r.Err != nil {
+		detail["error"] = r.Err.Error()
+	}
+	s.m.audit(ctx, by, "input", s.id, "", detail)
+	if r.Shot != nil {
+		g.mu.Lock()
+		g.acted = g.acted || r.Ran > 0
+		g.last, g.hasLst = *r.Shot, true
+		g.mu.Unlock()
+	}
+	switch {
+	case errors.Is(r.Err, actions.ErrNotAllowed):
+		return screen.Shot{}, fmt.Errorf("%w: %v", ErrRefused, r.Err)
+	case errors.Is(r.Err, screen.ErrGone):
+		return screen.Shot{}, fmt.Errorf("%w: %v", ErrConflict, r.Err)
+	case r.Err != nil:
+		// Invalid, out of the screenshot, or not possible now (no file
+		// chooser open): the operator must change the input.
+		return screen.Shot{}, fmt.Errorf("%w: %v", ErrBadRequest, r.Err)
+	}
+	return *r.Shot, nil
+}
+
+// operatorAction is what the audit keeps of an operator's action: all of
+// it but typed text, of which only the length is kept.
+func operatorAction(a actions.Action) actions.Action {
+	if a.Text != "" {
+		a.Text = fmt.Sprintf("[%d characters]", utf8.RuneCountInString(a.Text))
+	}
+	return a
+}
+
+// onOperatorEvent records an operator's action in the session's history.
+func (s *Session) onOperatorEvent(e trace.Event) {
+	if e.Type != trace.TypeAction {
+		return
+	}
+	ev := OperatorEvent{Action: e.Action, Error: e.Error}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.appendMessage("operator", ev, "")
+	s.emit(EventOperatorInput, ev)
 }

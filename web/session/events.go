@@ -19,6 +19,7 @@ const (
 	EventToolResult        = "tool_result"
 	EventApprovalDecided   = "approval_decided"
 	EventTakeover          = "takeover"
+	EventOperatorInput     = "operator_input"
 	EventTurnStop          = "turn_stop"
 )
 
@@ -65,6 +66,14 @@ type PermissionRequest struct {
 	ToolCallID string `json:"toolCallId"`
 	ApprovalID string `json:"approvalId"`
 	Shot       string `json:"shot,omitempty"` // URL of the screenshot the model saw
+}
+
+// OperatorEvent is the data of operator_input, and the content of an
+// operator message in the history: an action an operator performed (or
+// tried) during a takeover, typed text masked when secret.
+type OperatorEvent struct {
+	Action actions.Action `json:"action"`
+	Error  string         `json:"error,omitempty"`
 }
 
 // DecidedEvent is the data of approval_decided.

@@ -291,6 +291,7 @@ type Session struct {
 	denied     map[string]bool   // calls a human (or the timeout) refused
 	shotFrames map[string]string // frame id -> shot name, for permission requests
 	lastShot   string
+	redact     harness.Redactor // every secret of the current run, for what is stored besides its events
 }
 
 func (m *Manager) newSession(rec store.Session, spec Spec) *Session {
@@ -482,7 +483,8 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		return
 	}
 	cfg := harness.Config{
-		Model:     &turnModel{s: s, inner: s.model, dir: dir},
+		Model:     s.model,
+		OnTurn:    func(t harness.Turn, r harness.Redactor) { s.onTurn(dir, t, r) },
 		Display:   disp,
 		Task:      task,
 		Policy:    *s.spec.Policy,
@@ -559,11 +561,7 @@ func (s *Session) finish(ctx context.Context, out harness.Outcome) {
 	if s.exec != nil {
 		s.exec.end(cmp.Or(stop.Error, "the executor session ended"))
 	}
-	if sm, ok := s.model.(harness.Stateful); ok {
-		if b, err := sm.MarshalState(); err == nil {
-			s.saved.Model = b
-		}
-	}
+	s.saveModel()
 	s.save()
 	s.emit(EventTurnStop, stop)
 }
@@ -585,38 +583,34 @@ func (s *Session) Stop(ctx context.Context, by string) error {
 	return s.closeDisplay(ctx)
 }
 
-// turnModel wraps a session's model: every turn it returns is saved (for
-// resuming) and announced (text_delta, tool_call) before the loop acts on
-// any of its calls, so every tool_call of a turn comes first.
-type turnModel struct {
-	s     *Session
-	inner harness.Model
-	dir   string
-}
-
-func (t *turnModel) Next(ctx context.Context, in harness.Input) (harness.Turn, error) {
-	turn, err := t.inner.Next(ctx, in)
-	if err != nil {
-		return turn, err
+// saveModel keeps the model's conversation for a restart, with every
+// secret the run has seen redacted: the model's own calls hold what it
+// typed. s.mu is held.
+func (s *Session) saveModel() {
+	sm, ok := s.model.(harness.Stateful)
+	if !ok {
+		return
 	}
-	t.s.onTurn(t.dir, turn)
-	return turn, nil
+	b, err := sm.MarshalState()
+	if err != nil {
+		s.log.Error("save model state", "err", err)
+		return
+	}
+	s.saved.Model = s.redact.JSON(b)
 }
 
-// onTurn records a new turn of the model and emits its events.
-func (s *Session) onTurn(dir string, turn harness.Turn) {
+// onTurn records a new turn of the model and emits its events. The loop
+// calls it before any of the turn's calls runs, with the turn as every
+// record shows it (secret texts masked) and the run's redactor, so that
+// everything saved here (state, rows, events) is already masked.
+func (s *Session) onTurn(dir string, turn harness.Turn, r harness.Redactor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.step++
 	s.rec.Step++
 	s.saved.Task = ""
-	if sm, ok := s.model.(harness.Stateful); ok {
-		if b, err := sm.MarshalState(); err != nil {
-			s.log.Error("save model state", "err", err)
-		} else {
-			s.saved.Model = b
-		}
-	}
+	s.redact = r
+	s.saveModel()
 	st := savedTurn{Text: turn.Text, Stop: string(turn.Stop)}
 	s.calls = map[string]*callState{}
 	s.callOrder = nil
@@ -672,6 +666,10 @@ func (s *Session) onEvent(dir string, e trace.Event) {
 		return
 	}
 	switch e.Type {
+	case trace.TypeCall:
+		if s.kind == KindMCP {
+			s.onRemoteCall(e)
+		}
 	case trace.TypeRunStart, trace.TypeNote:
 		if e.Frame.ID != "" {
 			s.mu.Lock()
