@@ -108,6 +108,7 @@ func TestMCPApprovalsThroughThePanel(t *testing.T) {
 	events := e.request("GET", "/session/"+id+"/events", nil)
 	defer events.Body.Close()
 	rd := newSSEReader(events.Body)
+	var shots []string // the screenshot each permission_request shows
 	nextRequest := func() string {
 		t.Helper()
 		for {
@@ -116,6 +117,7 @@ func TestMCPApprovalsThroughThePanel(t *testing.T) {
 				t.Fatalf("events of %s: %v", id, err)
 			}
 			if ev.Type == "permission_request" {
+				shots = append(shots, ev.field("shot"))
 				return ev.field("approvalId")
 			}
 		}
@@ -156,6 +158,52 @@ func TestMCPApprovalsThroughThePanel(t *testing.T) {
 	decide(approval, map[string]any{"decision": "deny", "reason": "not that button"})
 	if got := <-done; !strings.Contains(got.errText, "not that button") || got.note.Ran != 0 || got.images != 1 {
 		t.Errorf("denied click = %+v, want the reason, nothing run and a screenshot", got)
+	}
+
+	// Each approval showed the screenshot the client saw, which the panel
+	// can load; the panel's live view has the session's latest screenshot.
+	for i, shot := range shots {
+		if shot == "" {
+			t.Errorf("permission_request %d shows no screenshot", i)
+			continue
+		}
+		r := e.request("GET", shot, nil)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK || !strings.HasPrefix(r.Header.Get("Content-Type"), "image/") {
+			t.Errorf("GET %s = %d %s, want the image", shot, r.StatusCode, r.Header.Get("Content-Type"))
+		}
+	}
+	r = e.request("GET", "/session/"+id+"/screen", nil)
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK {
+		t.Errorf("GET /session/%s/screen = %d, want 200", id, r.StatusCode)
+	}
+	// The session's history lists the MCP calls and their results, the
+	// denial as a denial.
+	var hist struct {
+		Messages []struct {
+			Role      string
+			ToolCalls []struct{ ToolCallID string }
+		}
+		ToolCalls []store.ToolCall
+	}
+	e.getJSON("/session/"+id, &hist)
+	var calls, results int
+	for _, m := range hist.Messages {
+		calls += len(m.ToolCalls)
+		if m.Role == "tool" {
+			results++
+		}
+	}
+	if calls != 3 || results != 3 {
+		t.Errorf("history of %s has %d calls and %d results, want 3 and 3 (screenshot, approved and denied click)", id, calls, results)
+	}
+	var statuses []string
+	for _, c := range hist.ToolCalls {
+		statuses = append(statuses, c.Status)
+	}
+	if s := strings.Join(statuses, ","); s != "done,done,denied" {
+		t.Errorf("tool call statuses = %s, want done,done,denied", s)
 	}
 
 	// Both decisions are audited as the panel's.
