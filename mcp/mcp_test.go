@@ -303,3 +303,35 @@ func TestNewNeedsDisplay(t *testing.T) {
 		t.Error("New(Config{}) = nil error, want one")
 	}
 }
+
+// Argument names the schema does not have are refused with the right shape,
+// and nothing runs: {"x", "y"} instead of {"at": {"x", "y"}} must not click
+// at the pointer's old position.
+func TestUnknownArgumentsAreRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	cs := f.connect(t, "memory")
+	call(t, cs, ToolComputer, map[string]any{"kind": "screenshot"})
+	for _, args := range []map[string]any{
+		{"kind": "click", "x": 85, "y": 254},
+		{"kind": "type", "txt": "hello"},
+		{"actions": []any{map[string]any{"kind": "click", "at": map[string]any{"x": 1, "y": 2}, "session": "s1"}}},
+	} {
+		n, images, errText := call(t, cs, ToolComputer, args)
+		if !strings.Contains(errText, "unknown argument") || !strings.Contains(errText, `"at": {"x": 85, "y": 254}`) {
+			t.Errorf("computer %v: error %q, want the unknown argument named and the right shape shown", args, errText)
+		}
+		if n.Ran != 0 || len(images) != 0 {
+			t.Errorf("computer %v: ran %d with %d images, want a refusal before anything runs", args, n.Ran, len(images))
+		}
+	}
+	f.mu.Lock()
+	performed := f.displays[0].Performed()
+	f.mu.Unlock()
+	if len(performed) != 0 {
+		t.Errorf("refused calls performed %+v", performed)
+	}
+	// The right shape runs.
+	if n, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"x": 85, "y": 254}}); errText != "" || n.Ran != 1 {
+		t.Errorf("click with at: ran %d, error %q", n.Ran, errText)
+	}
+}

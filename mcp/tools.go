@@ -111,9 +111,32 @@ func args(req *sdk.CallToolRequest) (callArgs, json.RawMessage, error) {
 	return a, raw, nil
 }
 
+// checkArgs refuses argument names the schema does not have: a client
+// that writes {"kind":"click","x":85,"y":254} must learn the right shape,
+// not have its click land at the pointer's old position. top allows the
+// call-level names (session, frame_id, actions) too.
+func checkArgs(m map[string]json.RawMessage, top bool) error {
+	props := actionProps()
+	for k := range m {
+		if _, ok := props[k]; ok {
+			continue
+		}
+		if top && (k == "session" || k == "frame_id" || k == "actions") {
+			continue
+		}
+		hint := ""
+		if k == "x" || k == "y" {
+			hint = `; a point is "at": {"x": 85, "y": 254}`
+		}
+		return fmt.Errorf(`%w: unknown argument %q%s. An action is {"kind": ..., "at": {"x", "y"}, "text", "keys", "url", ...}, `+
+			`for example {"kind": "click", "at": {"x": 85, "y": 254}}`, actions.ErrInvalid, k, hint)
+	}
+	return nil
+}
+
 // decodeAction reads one action from the tool's JSON: actions.Action's
 // fields, with "at" implying has_at and duration_ms in milliseconds.
-func decodeAction(raw json.RawMessage) (actions.Action, error) {
+func decodeAction(raw json.RawMessage, top bool) (actions.Action, error) {
 	var a actions.Action
 	var extra struct {
 		At         *actions.Point `json:"at"`
@@ -129,6 +152,9 @@ func decodeAction(raw json.RawMessage) (actions.Action, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return a, fmt.Errorf("%w: %v", actions.ErrInvalid, err)
+	}
+	if err := checkArgs(m, top); err != nil {
+		return a, err
 	}
 	for _, k := range []string{"keys", "modifiers", "duration_ms", "session", "frame_id", "actions"} {
 		delete(m, k)
@@ -171,14 +197,14 @@ func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	var batch []actions.Action
 	if len(a.Actions) > 0 {
 		for i, r := range a.Actions {
-			act, err := decodeAction(r)
+			act, err := decodeAction(r, false)
 			if err != nil {
 				return errorResult(fmt.Errorf("actions[%d]: %w", i, err)), nil
 			}
 			batch = append(batch, act)
 		}
 	} else {
-		act, err := decodeAction(raw)
+		act, err := decodeAction(raw, true)
 		if err != nil {
 			return errorResult(err), nil
 		}
