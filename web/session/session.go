@@ -491,6 +491,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		Capture:   screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
 		MaxSteps:  s.spec.MaxSteps,
 		Approver:  approver,
+		Inspector: inspector(disp.inner),
 		OnEvent:   func(e trace.Event) { s.onEvent(dir, e) },
 		Resume:    resume,
 		Trace:     tw,
@@ -518,6 +519,15 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 			s.log.Warn("close display", "err", err)
 		}
 	}
+}
+
+// inspector returns d as the executor's Inspector when it has a DOM (the
+// guard in front of it has none of its own), or nil.
+func inspector(d Display) harness.Inspector {
+	if in, ok := d.(harness.Inspector); ok {
+		return in
+	}
+	return nil
 }
 
 // Busy reports whether a run is going: a stream that waits for the next
