@@ -279,6 +279,9 @@ func (e *Executor) secretText(ctx context.Context, p *predictor, a actions.Actio
 	defer cancel()
 	if !p.moved {
 		t, err := e.cfg.Inspector.Focused(ictx)
+		if errors.Is(err, screen.ErrUnsupported) {
+			return false // no DOM after all (a desktop behind a wrapper)
+		}
 		return err != nil || t.SecretField()
 	}
 	k := p.click
@@ -294,7 +297,10 @@ func (e *Executor) secretText(ctx context.Context, p *predictor, a actions.Actio
 			}
 		}
 	}
-	if k.err != nil {
+	switch {
+	case errors.Is(k.err, screen.ErrUnsupported):
+		return false
+	case k.err != nil:
 		return true
 	}
 	// A click on a text field puts the focus there; a click on anything
