@@ -3,6 +3,7 @@
 //
 //	spotter version
 //	spotter run TASK.yaml [--out DIR] [--browser PATH] [--isolate containerd|local|none|auto]
+//	            [--approvals flagged|all|none] [--rules FILE]
 //	spotter run --provider P --model M --task "..." [--start-url U]
 //	spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N] [--isolate ...]
 //
@@ -29,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/internal/runner"
 )
 
@@ -40,7 +42,10 @@ const usage = `spotter is a computer-use harness: a model proposes UI actions, S
 Usage:
   spotter version                              print the version
   spotter run TASK.yaml [--out DIR] [--browser PATH] [--isolate containerd|local|none|auto]
-                                               run a task file and write its trace and report
+                       [--approvals flagged|all|none] [--rules FILE]
+                                               run a task file and write its trace and report;
+                                               flagged actions are asked about on a terminal,
+                                               refused without one
   spotter run --provider P --model M --task "..." [--start-url U]
                                                run a one-off task with a real model
   spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N] [--isolate containerd|local|none|auto]
@@ -129,6 +134,8 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxSteps := fs.Int("max-steps", 0, "step cap (default: the task file's, or 50)")
 	isolation := fs.String("isolate", "auto", isolateHelp)
 	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
+	approvalMode := fs.String("approvals", "", approvalsHelp)
+	rulesFile := fs.String("rules", "", rulesHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: spotter run TASK.yaml [flags]\n       spotter run --provider P --model M --task \"...\" [--start-url U] [flags]")
 		fs.PrintDefaults()
@@ -164,6 +171,16 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return exitError{2, err}
 	}
+	appr, err := approvalsFor(*approvalMode, *rulesFile)
+	if err != nil {
+		return exitError{2, err}
+	}
+	switch tty := interactive(stderr); {
+	case appr != nil && tty:
+		appr.Asker = runner.NewTerminal(os.Stdin, stderr)
+	case appr != nil && appr.Rules.Supervise == approvals.SuperviseAll:
+		fmt.Fprintln(stderr, "spotter: --approvals all with no terminal to ask: every action with an effect will be refused")
+	}
 	if *provider != "" {
 		t.Model.Provider, t.Model.Name = *provider, *modelName
 	}
@@ -187,7 +204,8 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if sbx != nil {
 		defer sbx.Close(context.WithoutCancel(ctx))
 	}
-	res, err := runner.Run(ctx, t, runner.Options{Out: dir, Browser: *browser, Logger: log, Getenv: os.Getenv, Sandboxes: sbx})
+	res, err := runner.Run(ctx, t, runner.Options{Out: dir, Browser: *browser, Logger: log, Getenv: os.Getenv, Sandboxes: sbx,
+		Approvals: appr})
 	if err != nil {
 		return exitError{2, err}
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/spotter-harness/spotter/approvals"
+	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/web"
 )
 
@@ -28,9 +30,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
 	timeout := fs.Duration("approval-timeout", 0, "how long an approval waits for a human before it counts as denied (default 5m)")
+	rulesFile := fs.String("rules", "", "approval rules for the MCP sessions at /mcp: a YAML file in the schema of package approvals "+
+		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. Agent and executor sessions "+
+		"bring their own rules in their spec (approvals.rules)")
 	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T]")
+		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T] [--rules FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -38,6 +43,16 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	var mcpRules approvals.Rules // the zero Rules are the defaults
+	if *rulesFile != "" {
+		var err error
+		if mcpRules, err = runner.LoadRules(*rulesFile); err != nil {
+			return exitError{2, fmt.Errorf("--rules: %w", err)}
+		}
+		if *timeout > 0 {
+			mcpRules.Timeout = *timeout // the command line over the file
+		}
 	}
 	tok := *token
 	if tok == "" {
@@ -65,7 +80,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout,
-		MCP: web.MCPConfig{StartURL: *mcpStart}})
+		MCP: web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}})
 	cancel()
 	if err != nil {
 		ln.Close()

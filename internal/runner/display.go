@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
@@ -180,7 +181,12 @@ type OpenedDisplay struct {
 	opened    time.Time
 	// start starts a display and its sandbox; tests replace it.
 	start func(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error)
+	// current is disp, for Dialog, which must not wait for a Perform.
+	current atomic.Pointer[innerRef]
 }
+
+// innerRef holds the current inner display for OpenedDisplay.Dialog.
+type innerRef struct{ d inner }
 
 // OpenDisplay opens the display req asks for and navigates it to
 // req.StartURL. ctx bounds the start only.
@@ -247,6 +253,7 @@ func (d *OpenedDisplay) open(ctx context.Context) error {
 		}
 	}
 	d.sb, d.disp = sb, disp
+	d.current.Store(&innerRef{disp})
 	return nil
 }
 
@@ -377,7 +384,61 @@ func (d *OpenedDisplay) closeInner(ctx context.Context) error {
 		errs = append(errs, d.sb.Close(ctx))
 	}
 	d.disp, d.sb = nil, nil
+	d.current.Store(nil)
 	return errors.Join(errs...)
+}
+
+// errNoDOM is what HitTest and Focused answer for a display that cannot
+// inspect its page (tests' fakes).
+var errNoDOM = fmt.Errorf("%w: this display cannot inspect its page", screen.ErrUnsupported)
+
+// HitTest returns the element a click at p (CSS px) would reach, as
+// cdp.Display.HitTest does, on the current display; it waits for a Perform
+// or Capture in progress. Approval rules use it.
+func (d *OpenedDisplay) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ht, ok := d.disp.(interface {
+		HitTest(context.Context, actions.Point) (screen.Target, error)
+	})
+	switch {
+	case d.disp == nil:
+		return screen.Target{}, d.goneErr()
+	case !ok:
+		return screen.Target{}, errNoDOM
+	}
+	return ht.HitTest(ctx, p)
+}
+
+// Focused returns the element that has the keyboard focus, as
+// cdp.Display.Focused does, on the current display.
+func (d *OpenedDisplay) Focused(ctx context.Context) (screen.Target, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok := d.disp.(interface {
+		Focused(context.Context) (screen.Target, error)
+	})
+	switch {
+	case d.disp == nil:
+		return screen.Target{}, d.goneErr()
+	case !ok:
+		return screen.Target{}, errNoDOM
+	}
+	return f.Focused(ctx)
+}
+
+// Dialog reports the JavaScript dialog open on the current display, if
+// any. Like cdp.Display.Dialog, it does not wait for a Perform or Capture.
+func (d *OpenedDisplay) Dialog() (screen.Dialog, bool) {
+	ref := d.current.Load()
+	if ref == nil {
+		return screen.Dialog{}, false
+	}
+	dr, ok := ref.d.(interface{ Dialog() (screen.Dialog, bool) })
+	if !ok {
+		return screen.Dialog{}, false
+	}
+	return dr.Dialog()
 }
 
 // Restarts returns a note for each time the display was started anew.

@@ -41,6 +41,10 @@ type Options struct {
 	// MemoryMiB limits the sandbox's memory; zero means the Sandboxes'
 	// default.
 	MemoryMiB uint64
+	// Approvals, if not nil, sends the actions its rules flag to a human
+	// (see ApprovalConfig). Nil means no approver: actions run once the
+	// policy allows them, and provider safety checks are denied.
+	Approvals *ApprovalConfig
 }
 
 // Result is what result.json holds.
@@ -92,6 +96,11 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
 	res := Result{Task: t.Name, Started: time.Now(), Trace: o.Out}
+	if o.Approvals != nil {
+		if err := o.Approvals.Rules.Validate(); err != nil {
+			return res, fmt.Errorf("approval rules: %w", err)
+		}
+	}
 
 	startURL := t.StartURL
 	policy := t.Policy
@@ -159,7 +168,7 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	}
 	defer disp.Close(context.WithoutCancel(ctx))
 
-	out, err := harness.Run(ctx, harness.Config{
+	cfg := harness.Config{
 		Model:     model,
 		Display:   disp,
 		Task:      t.Task,
@@ -169,7 +178,18 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		Trace:     tw,
 		ModelName: strings.Trim(t.Model.Provider+"/"+t.Model.Name, "/"),
 		Logger:    log,
-	})
+	}
+	var ap *runApprover
+	if o.Approvals != nil {
+		if ap, err = newRunApprover(*o.Approvals, policy.Hosts, disp, note, log); err != nil {
+			return res, errors.Join(fmt.Errorf("approval rules: %w", err), closeTrace())
+		}
+		cfg.Approver = ap
+	}
+	out, err := harness.Run(ctx, cfg)
+	if ap != nil {
+		ap.close() // a question still open (the run timed out) is withdrawn
+	}
 	restarts, first := disp.Restarts(), disp.FirstShot()
 	// Closed here, not only deferred: no egress decision may arrive while
 	// the result is written.

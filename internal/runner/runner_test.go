@@ -28,7 +28,9 @@ func testDemoTask(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	res, err := Run(t.Context(), task, Options{Out: out})
+	// As `spotter run` runs it: default approvals, nobody to ask. Nothing
+	// in the demo may need a human.
+	res, err := Run(t.Context(), task, Options{Out: out, Approvals: &ApprovalConfig{}})
 	if err != nil {
 		t.Fatalf("Run() error = %v", err)
 	}
