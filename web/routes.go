@@ -446,7 +446,10 @@ func (s *Server) execCreate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"id": ss.ID(), "screenshot": shotJSON(shot.Data, string(shot.Frame.Format)), "frame": shot.Frame})
+	// image is the size of every screenshot the client gets, and the space
+	// its calls' coordinates are in (Gemini's grid spans it).
+	c.JSON(http.StatusOK, gin.H{"id": ss.ID(), "image": ss.Spec().Image(), "screenshot": shotJSON(shot.Data, string(shot.Frame.Format)),
+		"frame": shot.Frame})
 }
 
 func waitOf(c *gin.Context) (time.Duration, error) {

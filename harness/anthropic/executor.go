@@ -18,59 +18,108 @@ import (
 // coordinate acts at the pointer, as in computer_20241022.
 const ExecutorVersion = Computer20251124
 
-// DecodeCall decodes one computer tool_use block that a client's own agent
-// loop received from Claude, such as
+// DecodeCall decodes one tool_use block that a client's own agent loop
+// received from Claude, such as
 //
 //	{"type":"tool_use","id":"toolu_1","name":"computer","input":{"action":"left_click","coordinate":[10,20]}}
 //
 // into a Call in the pixels of the screenshots the client sends
-// (screen.Image). display is that screenshot size; when it is not empty, a
-// point outside it is an error. The actions are those of ExecutorVersion;
-// a left_click_drag needs its start_coordinate, since DecodeCall does not
-// know where the pointer is.
+// (screen.Image). It reads the tools a Model declares to Claude: the
+// computer tool, whose actions are those of ExecutorVersion, and the
+// browser tool of Config.Browser (BrowserToolName: tabs, JavaScript
+// dialogs and file choosers), decoded as a Model decodes them. display is
+// the screenshot size; when it is not empty, a point outside it is an
+// error. A left_click_drag needs its start_coordinate, since DecodeCall does
+// not know where the pointer is.
 //
-// A malformed block (not JSON, not a tool_use, no id, another tool's name,
-// an action that does not decode) is an error wrapping actions.ErrInvalid
-// or ErrUnknownTool, and the Call returned with it carries the error in
+// A malformed block is an error wrapping actions.ErrInvalid or
+// ErrUnknownTool, and the Call returned with it carries the error in
 // DecodeErr and as much as was read (ID, Name, Raw), so that the caller can
-// still answer the model with EncodeResult.
+// still answer the model with EncodeResult: another tool's name, an input
+// that does not decode, a field of the wrong type. The Call has an ID only
+// when the block has a usable one (a non-empty string): a block without it
+// cannot be answered.
 func DecodeCall(raw json.RawMessage, display screen.Size) (harness.Call, error) {
 	call := harness.Call{Space: screen.Image, Raw: bytes.Clone(raw)}
 	fail := func(err error) (harness.Call, error) {
-		call.DecodeErr = err
+		call.DecodeErr, call.Actions = err, nil
 		return call, err
 	}
 	var b struct {
-		Type  string          `json:"type"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
+		Type  json.RawMessage `json:"type"`
+		ID    json.RawMessage `json:"id"`
+		Name  json.RawMessage `json:"name"`
 		Input json.RawMessage `json:"input"`
 	}
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return fail(fmt.Errorf("%w: a tool_use block must be a JSON object: %v", actions.ErrInvalid, err))
+		return fail(fmt.Errorf("%w: a tool_use block must be a JSON object, got %s", actions.ErrInvalid, jsonKind(raw)))
 	}
-	call.ID, call.Name = b.ID, b.Name
-	switch {
-	case b.Type != "tool_use":
-		return fail(fmt.Errorf(`%w: block type %q, want "tool_use"`, actions.ErrInvalid, clip(b.Type)))
-	case b.ID == "":
+	typ, err := field(b.Type, "type")
+	if err != nil {
+		return fail(err)
+	}
+	if typ != "tool_use" {
+		return fail(fmt.Errorf(`%w: block type %q, want "tool_use"`, actions.ErrInvalid, clip(typ)))
+	}
+	id, err := field(b.ID, "id")
+	if err != nil {
+		return fail(err)
+	}
+	if id == "" {
 		return fail(fmt.Errorf(`%w: the tool_use block has no "id"`, actions.ErrInvalid))
-	case b.Name != ToolName:
-		return fail(fmt.Errorf("%w %q: the executor runs only the %q tool", ErrUnknownTool, clip(b.Name), ToolName))
 	}
-	var c anthropic.BetaContentBlockUnion
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return fail(fmt.Errorf("%w: tool_use block: %v", actions.ErrInvalid, err))
+	call.ID = id
+	if call.Name, err = field(b.Name, "name"); err != nil {
+		return fail(err)
 	}
-	call = decodeToolUse(c, Decoder{Version: ExecutorVersion}, nil, false, false)
+	if call.Name != ToolName && call.Name != BrowserToolName {
+		return fail(fmt.Errorf("%w %q: the executor runs the %q and %q tools", ErrUnknownTool, clip(call.Name), ToolName, BrowserToolName))
+	}
+	block := anthropic.BetaContentBlockUnion{Type: typ, ID: id, Name: call.Name, Input: b.Input}
+	call = decodeToolUse(block, Decoder{Version: ExecutorVersion}, nil, true, false)
 	call.Raw = bytes.Clone(raw)
 	if call.DecodeErr != nil {
-		return call, call.DecodeErr
+		return fail(call.DecodeErr)
 	}
 	if err := within(call.Actions, display); err != nil {
 		return fail(err)
 	}
 	return call, nil
+}
+
+// field reads a string field of a tool_use block: "" when it is absent or
+// null, an error naming the field when it is not a string.
+func field(raw json.RawMessage, name string) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", fmt.Errorf("%w: the tool_use block's %q must be a string, got %s", actions.ErrInvalid, name, jsonKind(raw))
+	}
+	return s, nil
+}
+
+// jsonKind names the JSON type of raw for an error message, without
+// quoting it.
+func jsonKind(raw json.RawMessage) string {
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 || !json.Valid(s) {
+		return "text that is not JSON"
+	}
+	switch s[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // EncodeResult answers c with r as a tool_result block paired to c.ID, the

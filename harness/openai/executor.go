@@ -23,29 +23,51 @@ import (
 // the tool ("computer" or "computer_use_preview"). display is the
 // screenshot size; when it is not empty, a point outside it is an error.
 //
-// A malformed item (not JSON, not a computer_call, no call_id, an action
-// that does not decode) is an error wrapping actions.ErrInvalid, and the
-// Call returned with it carries the error in DecodeErr and as much as was
-// read (ID, Raw, SafetyChecks), so that the caller can still answer the
-// model with EncodeResult.
+// A malformed item (not JSON, not a computer_call, an action that does
+// not decode, a field of the wrong type) is an error wrapping
+// actions.ErrInvalid, and the Call returned with it carries the error in
+// DecodeErr and as much as was read (ID, Raw, SafetyChecks), so that the
+// caller can still answer the model with EncodeResult. The Call has an ID
+// only when the item has a usable call_id (a non-empty string).
 func DecodeCall(raw json.RawMessage, display screen.Size) (harness.Call, error) {
 	raw = bytes.Clone(raw)
 	var head struct {
-		Type   string          `json:"type"`
+		Type   json.RawMessage `json:"type"`
+		CallID json.RawMessage `json:"call_id"`
 		Action json.RawMessage `json:"action"`
+		Checks json.RawMessage `json:"pending_safety_checks"`
+	}
+	fail := func(c harness.Call, err error) (harness.Call, error) {
+		c.DecodeErr, c.Actions = err, nil
+		return c, err
 	}
 	if err := json.Unmarshal(raw, &head); err != nil {
-		err = fmt.Errorf("%w: a computer_call item must be a JSON object: %v", actions.ErrInvalid, err)
-		return harness.Call{Space: screen.Image, Raw: raw, DecodeErr: err}, err
+		err = fmt.Errorf("%w: a computer_call item must be a JSON object, got %s", actions.ErrInvalid, jsonType(raw))
+		return fail(harness.Call{Space: screen.Image, Raw: raw}, err)
 	}
 	name := ToolGA
 	if present(head.Action) {
 		name = ToolPreview
 	}
+	base := harness.Call{Name: string(name), Space: screen.Image, Raw: raw}
+	if present(head.CallID) && json.Unmarshal(head.CallID, &base.ID) != nil {
+		return fail(base, fmt.Errorf(`%w: "call_id" must be a string, got %s`, actions.ErrInvalid, jsonType(head.CallID)))
+	}
+	if present(head.Checks) {
+		var checks []struct{ ID, Code, Message string }
+		if json.Unmarshal(head.Checks, &checks) != nil {
+			return fail(base, fmt.Errorf(`%w: "pending_safety_checks" must be an array of {"id", "code", "message"} strings, got %s`,
+				actions.ErrInvalid, jsonType(head.Checks)))
+		}
+	}
+	var typ string
+	if present(head.Type) && json.Unmarshal(head.Type, &typ) != nil {
+		return fail(base, fmt.Errorf(`%w: "type" must be a string, got %s`, actions.ErrInvalid, jsonType(head.Type)))
+	}
 	call, _ := computerCall(raw, string(name))
 	switch {
-	case head.Type != "computer_call":
-		call.DecodeErr = fmt.Errorf(`%w: item type %s, want "computer_call"`, actions.ErrInvalid, typeName(head.Type))
+	case typ != "computer_call":
+		call.DecodeErr = fmt.Errorf(`%w: item type %s, want "computer_call"`, actions.ErrInvalid, typeName(typ))
 	case call.DecodeErr == nil:
 		call.DecodeErr = within(call.Actions, display)
 	}

@@ -55,7 +55,12 @@ func TestDecodeCallErrors(t *testing.T) {
 		{`{"type":"computer_call","call_id":"c1"}`, "c1", `neither "actions" nor "action"`},
 		{`{"type":"computer_call","call_id":"c1","actions":[{"type":"fly"}]}`, "c1", "fly"},
 		{`{"type":"computer_call","call_id":"c1","actions":[{"type":"click","x":1,"y":900}]}`, "c1", "outside the 1280x800 display"},
-		{`{"type":"computer_call","call_id":"c1","pending_safety_checks":"x","actions":[]}`, "", "computer_call"},
+		{`{"type":"computer_call","call_id":"c1","pending_safety_checks":"x","actions":[]}`, "c1", `"pending_safety_checks" must be an array of {"id", "code", "message"} strings, got a string`},
+		{`{"type":"computer_call","call_id":"c1","pending_safety_checks":[{"id":5}],"actions":[]}`, "c1", `"pending_safety_checks" must be an array`},
+		{`{"type":"computer_call","call_id":5,"actions":[{"type":"wait"}]}`, "", `"call_id" must be a string, got a number`},
+		{`{"type":["computer_call"],"call_id":"c1","actions":[{"type":"wait"}]}`, "c1", `"type" must be a string, got an array`},
+		{`{"type":"computer_call","call_id":"c1","actions":[{"type":"click","x":"1","y":2}]}`, "c1", `"x" must be a number, got a string`},
+		{`[{"type":"computer_call"}]`, "", "must be a JSON object, got an array"},
 	} {
 		c, err := openai.DecodeCall(json.RawMessage(tt.raw), display)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, actions.ErrInvalid) {
@@ -64,6 +69,9 @@ func TestDecodeCallErrors(t *testing.T) {
 		}
 		if c.ID != tt.id || c.DecodeErr == nil || c.Actions != nil {
 			t.Errorf("DecodeCall(%s) = call %q with DecodeErr %v and %d actions, want call %q with the error and none", tt.raw, c.ID, c.DecodeErr, len(c.Actions), tt.id)
+		}
+		if strings.Contains(err.Error(), "Go struct") || strings.Contains(err.Error(), "json: cannot") {
+			t.Errorf("DecodeCall(%s) error = %q, which speaks Go, not JSON", tt.raw, err)
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -34,6 +36,7 @@ type execModel struct {
 
 type execCall struct {
 	call   harness.Call
+	body   []byte        // the call as posted, canonical (see canonical)
 	done   chan struct{} // closed when result is set
 	result harness.Result
 }
@@ -142,8 +145,10 @@ func (s *Session) First(ctx context.Context) (screen.Shot, error) {
 }
 
 // Call runs a provider-native call on an executor session's display and
-// waits up to wait for its result. A call id seen before is not run
-// again: its result (or its wait) is returned.
+// waits up to wait for its result. A call without an id, or one the
+// provider's format cannot answer, is ErrBadRequest. A call id seen
+// before is not run again: posted with the same body (a retry), its result
+// (or its wait) is returned; with another body, it is ErrConflict.
 func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Duration) (ExecResult, error) {
 	if s.exec == nil {
 		return ExecResult{}, fmt.Errorf("%w: not an executor session", ErrConflict)
@@ -154,16 +159,26 @@ func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Durat
 	}
 	call, derr := cd.decode(raw, s.spec.image())
 	if call.ID == "" {
-		return ExecResult{}, bad("the call has no id: %v", derr)
+		// Nothing to pair a result with: the client must fix the call.
+		if derr == nil {
+			derr = errors.New("the call has no id")
+		}
+		return ExecResult{}, bad("the call cannot be answered: %v", derr)
 	}
 	if derr != nil && call.DecodeErr == nil {
 		call.DecodeErr = derr
 	}
+	body := canonical(raw)
 	m := s.exec
 	m.mu.Lock()
 	c, seen := m.byID[call.ID]
+	if seen && !bytes.Equal(c.body, body) {
+		m.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("%w: call id %q was posted before with a different call; give every call its own id "+
+			"(posting the same call again returns its result)", ErrConflict, clip(call.ID, 64))
+	}
 	if !seen {
-		c = &execCall{call: call, done: make(chan struct{})}
+		c = &execCall{call: call, body: body, done: make(chan struct{})}
 		m.byID[call.ID] = c
 	}
 	m.mu.Unlock()
@@ -182,6 +197,23 @@ func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Durat
 		}
 	}
 	return s.awaitCall(ctx, c, cd, wait)
+}
+
+// canonical is a posted call without what JSON does not mean: spacing and
+// the order of keys. So a client that retries a call it re-encoded posts
+// the same call. Text that is not JSON is kept as it is.
+func canonical(raw json.RawMessage) []byte {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return bytes.Clone(raw)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return bytes.Clone(raw)
+	}
+	return b
 }
 
 func (s *Session) forgetCall(id string) {

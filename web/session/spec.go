@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 
@@ -57,6 +58,14 @@ type DisplaySpec struct {
 	Width  int     `json:"width,omitempty"`  // CSS px, default 1280
 	Height int     `json:"height,omitempty"` // CSS px, default 800
 	DPR    float64 `json:"dpr,omitempty"`    // default 1
+	// Image, for an executor session only, is the size of the screenshots
+	// its client is sent, and so of the space the coordinates it posts are
+	// in. By default it is what the provider's size rule (screen.RuleFor,
+	// with model.name) lets through without resizing: a larger image would
+	// be shrunk by the provider, and the model would answer in the smaller
+	// image's pixels. An override keeps the display's aspect and is never
+	// larger than the display.
+	Image *screen.Size `json:"image,omitempty"`
 }
 
 // Size returns the viewport size.
@@ -144,6 +153,14 @@ func (s *Spec) defaults(kind string) error {
 	case s.MaxSteps < 0 || s.MaxSteps > 1000:
 		return bad("max_steps %d is outside 1..1000", s.MaxSteps)
 	}
+	if s.Display.Image != nil {
+		if kind != KindExecutor {
+			return bad("display.image is for executor sessions: an agent session's screenshots follow its model's size rule")
+		}
+		if err := checkImage(*s.Display.Image, s.Display.Size()); err != nil {
+			return err
+		}
+	}
 	if s.MaxSteps == 0 {
 		s.MaxSteps = 50
 	}
@@ -197,15 +214,48 @@ func (s *Spec) defaults(kind string) error {
 		if len(s.Tools) > 0 || len(s.Messages) > 0 {
 			return bad("an executor session takes no tools or messages")
 		}
+		if s.Model.Provider != "" && s.Model.Provider != s.Provider {
+			return bad("model.provider %q differs from provider %q: an executor session's model is the client's, named by model.name",
+				s.Model.Provider, s.Provider)
+		}
 	}
 	return nil
 }
 
-// image is the size of the screenshots the session's model is sent.
+// minImageSide is the shortest side a display.image may have: below it a
+// pixel of the image covers too much of the page to click reliably.
+const minImageSide = 100
+
+// checkImage checks a display.image override for a display of size d.
+func checkImage(im, d screen.Size) error {
+	switch {
+	case im.W <= 0 || im.H <= 0:
+		return bad(`display.image %dx%d: want {"w", "h"}, both in pixels`, im.W, im.H)
+	case im.W > d.W || im.H > d.H:
+		return bad("display.image %dx%d is larger than the %dx%d display: screenshots are never scaled up", im.W, im.H, d.W, d.H)
+	case im.W < minImageSide || im.H < minImageSide:
+		return bad("display.image %dx%d: each side must be at least %d px", im.W, im.H, minImageSide)
+	}
+	// The image keeps the display's aspect (to a pixel of rounding), or
+	// what the model sees is stretched.
+	if want := float64(im.W) * float64(d.H) / float64(d.W); math.Abs(want-float64(im.H)) > 1 {
+		return bad("display.image %dx%d does not keep the %dx%d display's aspect: for w %d, h is %.0f",
+			im.W, im.H, d.W, d.H, im.W, want)
+	}
+	return nil
+}
+
+// image is the size of the screenshots the session's model is sent. For
+// an executor session (Provider set) that is its display.image, or what
+// the provider's size rule lets through: the client's model answers in
+// the pixels of the image it saw, so the screenshots must be that size
+// already.
 func (s Spec) image() screen.Size {
 	switch {
+	case s.Display.Image != nil:
+		return *s.Display.Image
 	case s.Provider != "":
-		return s.Display.Size()
+		return screen.RuleFor(s.Provider, s.Model.Name).Fit(s.Display.Size())
 	case s.Model.Provider == "script":
 		return s.Display.Size()
 	}
