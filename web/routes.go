@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -135,6 +136,8 @@ func (s *Server) fail(c *gin.Context, err error) {
 		code, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxBody)
 	case errors.Is(err, session.ErrBadRequest), errors.Is(err, errBadJSON):
 		code, msg = http.StatusBadRequest, err.Error()
+	case errors.Is(err, session.ErrRefused):
+		code, msg = http.StatusForbidden, err.Error()
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		code, msg = http.StatusNotFound, err.Error()
 	case errors.Is(err, session.ErrConflict), errors.Is(err, store.ErrConflict), errors.Is(err, session.ErrNoTakeover):
@@ -161,9 +164,49 @@ func bind(c *gin.Context, v any) error {
 		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("%w: empty body", errBadJSON)
 		}
-		return fmt.Errorf("%w: %v", errBadJSON, err)
+		return fmt.Errorf("%w: %s", errBadJSON, jsonProblem(err))
 	}
 	return nil
+}
+
+// jsonProblem says what is wrong with a body in the API's words, not Go's:
+// a field of the wrong type is named with the JSON type it needs.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "the body"
+		}
+		return fmt.Sprintf("%s: a JSON %s is not allowed here, want %s", field, te.Value, jsonKind(te.Type.Kind()))
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON at byte %d", se.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON ends too early"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON type a Go kind decodes from.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another type"
 }
 
 func (s *Server) session(c *gin.Context) (*session.Session, bool) {
