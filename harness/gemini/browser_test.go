@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,5 +109,53 @@ func TestBrowserFunctionsOff(t *testing.T) {
 	}
 	if len(turn.Calls) != 1 || turn.Calls[0].DecodeErr == nil {
 		t.Errorf("list_tabs without Config.Browser = %+v, want a DecodeErr", turn.Calls)
+	}
+}
+
+// TestBrowserFunctionWithoutArgs: Gemini leaves "args" out of a call that
+// has no arguments, such as list_tabs. The Model decodes it as it decodes
+// {} (with or without an id), and refuses a function whose arguments are
+// required just as it does with {}.
+func TestBrowserFunctionWithoutArgs(t *testing.T) {
+	reply := geminitest.Turn{Calls: []geminitest.Call{
+		{ID: "1", Name: "list_tabs"},
+		{Name: "list_tabs"},
+		{ID: "3", Name: "switch_tab"},
+	}}.Reply()
+	var body struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					FunctionCall map[string]json.RawMessage `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(reply.Body, &body); err != nil || len(body.Candidates) != 1 {
+		t.Fatalf("reply %s: %v", reply.Body, err)
+	}
+	for _, p := range body.Candidates[0].Content.Parts {
+		if args, ok := p.FunctionCall["args"]; ok {
+			t.Fatalf("the fake sent args %s for a call without arguments; Gemini leaves them out", args)
+		}
+	}
+	srv := geminitest.NewServer(t, reply)
+	m := newModel(t, srv, gemini.Config{Model: "gemini-3.5-flash", Browser: true})
+	turn, err := m.Next(t.Context(), harness.Input{Task: "List the tabs.", Shot: shot(t, "https://shop.test/", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turn.Calls) != 3 {
+		t.Fatalf("the Model read %d calls, want 3", len(turn.Calls))
+	}
+	for _, c := range turn.Calls[:2] {
+		if c.DecodeErr != nil {
+			t.Errorf("list_tabs without args (call %s): DecodeErr %v, want none", c.ID, c.DecodeErr)
+		} else if diff := cmp.Diff([]actions.Action{{Kind: actions.ListTabs}}, c.Actions); diff != "" {
+			t.Errorf("list_tabs without args (call %s): actions (-want +got):\n%s", c.ID, diff)
+		}
+	}
+	if err := turn.Calls[2].DecodeErr; !errors.Is(err, actions.ErrInvalid) || !strings.Contains(err.Error(), `missing "tab"`) {
+		t.Errorf("switch_tab without args: DecodeErr = %v, want ErrInvalid saying the tab is missing", err)
 	}
 }

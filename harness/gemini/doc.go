@@ -32,7 +32,8 @@
 //	{"functionResponse": {"id": ..., "name": ..., "response": {"url": ..., "error"?: ..., "notes"?: [...],
 //	  "safety_acknowledgement"?: "true"}, "parts": [{"inlineData": {"mimeType": "image/png", "data": ...}}]}}
 //
-// Notes and the screenshot's Events go in response.notes; a cursor position
+// Notes and the screenshot's Events go in response.notes, each once (a
+// harness.Executor's Result repeats the Events in Notes); a cursor position
 // (only a Config.Custom function can ask for one) in response.cursor, in
 // grid units; a zoom image follows the screenshot in parts. A failed call
 // still carries its screenshot; its error text goes in response.error. All responses to one turn travel in one user content. A
@@ -79,9 +80,21 @@
 //
 // # Executor codec
 //
-// DecodePart reads one part holding a functionCall (either function set,
-// picked by name) into a Call; EncodeResult writes the functionResponse
+// DecodePart reads one part holding a functionCall into a Call: exactly
+// the functions a Model declares with Config.Browser, decoded by that
+// Model's own decoder. Those are the predefined functions of the set
+// (given, or picked by the function's name) except key_down and key_up,
+// and the browser functions list_tabs, switch_tab, close_tab, dialog and
+// upload (tabs, JavaScript dialogs, file choosers); args left out mean no
+// arguments, as for a Model. EncodeResult writes the functionResponse
 // part for the same id and name, with the screenshot as inline data and
-// the safety acknowledgement when a human approved. They are the Model's
-// own decoder and encoder.
+// the safety acknowledgement when a human approved, as the Model writes
+// it.
+//
+// Gemini may leave a call's id out. DecodePart then gives the call a fresh
+// Call.ID, "gemini-call-" and random letters (not the Model's
+// "gemini-call-N", which counts within one turn), so two such calls are
+// never taken for one: the executor API runs such a call each time it is
+// posted, under a new id. Its functionResponse carries no id and pairs it
+// by name, as Gemini pairs calls without ids.
 package gemini

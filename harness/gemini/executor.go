@@ -74,10 +74,6 @@ func DecodePart(raw json.RawMessage, set FunctionSet) (harness.Call, error) {
 		return fail(fmt.Errorf("%w: %s: %v", actions.ErrInvalid, fc.name, err))
 	}
 	p.FunctionCall.ID = call.ID // the fresh id too, for the safety checks
-	if p.FunctionCall.Args == nil {
-		// Gemini leaves args out of a call without arguments (list_tabs).
-		p.FunctionCall.Args = map[string]any{}
-	}
 	decoded, _ := decodePart(&p, 0, d)
 	decoded.Raw = raw
 	call = decoded

@@ -183,11 +183,11 @@ func TestDecodePartLikeModel(t *testing.T) {
 				t.Fatalf("the Model read %d calls, want %d", len(turn.Calls), len(tt.calls))
 			}
 			for i, c := range tt.calls {
-				args := c.Args
-				if args == nil {
-					args = map[string]any{} // as geminitest sends it
+				fc := map[string]any{"id": c.ID, "name": c.Name}
+				if c.Args != nil {
+					fc["args"] = c.Args // as geminitest sends it: no args when there are none
 				}
-				raw, err := json.Marshal(map[string]any{"functionCall": map[string]any{"id": c.ID, "name": c.Name, "args": args}})
+				raw, err := json.Marshal(map[string]any{"functionCall": fc})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -287,4 +287,35 @@ func goish(s string) bool {
 		}
 	}
 	return false
+}
+
+// TestEncodeResultNotesOnce: harness.Executor puts a screenshot's events
+// in the Result's Notes and keeps them on the Shot; the functionResponse
+// says each once (list_tabs' list of tabs), and says events that are only
+// on the Shot too.
+func TestEncodeResultNotesOnce(t *testing.T) {
+	c, err := gemini.DecodePart(json.RawMessage(`{"functionCall":{"id":"fc_1","name":"list_tabs"}}`), gemini.FunctionsAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tabs := "Open tabs (switch_tab and close_tab take the number): [0] shop (https://a.test/) (active)"
+	s := shot(t, "https://a.test/", 7)
+	s.Events = []string{tabs, "the page is now at https://a.test/"}
+	got, err := gemini.EncodeResult(c, harness.Result{CallID: c.ID, Shot: s, Ran: 1, Notes: []string{tabs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var part struct {
+		FunctionResponse struct {
+			Response struct {
+				Notes []string `json:"notes"`
+			} `json:"response"`
+		} `json:"functionResponse"`
+	}
+	if err := json.Unmarshal(got, &part); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{tabs, "the page is now at https://a.test/"}, part.FunctionResponse.Response.Notes); diff != "" {
+		t.Errorf("EncodeResult notes (-want +got):\n%s", diff)
+	}
 }

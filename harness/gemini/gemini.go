@@ -427,7 +427,11 @@ func functionResponse(p pending, r harness.Result) *genai.FunctionResponse {
 			Data:     r.Shot.Data,
 		}})
 		for _, e := range r.Shot.Events {
-			notes = append(notes, e)
+			// harness.Executor copies the screenshot's events into
+			// Notes: say each once (list_tabs' list of tabs, say).
+			if !slices.Contains(r.Notes, e) {
+				notes = append(notes, e)
+			}
 		}
 	}
 	if r.Zoom != nil {

@@ -163,10 +163,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("openai: unknown environment %q (want browser, mac, windows, ubuntu or linux)", c.Environment)
 	}
 	if c.ImageDetail == "" {
-		c.ImageDetail = "original"
-		if c.Tool == ToolPreview {
-			c.ImageDetail = "auto"
-		}
+		c.ImageDetail = imageDetailFor(c.Tool)
 	}
 	if !slices.Contains([]string{"low", "high", "auto", "original"}, c.ImageDetail) {
 		return c, fmt.Errorf("openai: unknown image detail %q (want low, high, auto or original)", c.ImageDetail)
@@ -219,6 +216,14 @@ func (c Config) withDefaults() (Config, error) {
 // declare: list, switch and close tabs, answer a JavaScript dialog, answer
 // a file chooser.
 func BrowserFunctions() []string { return slices.Clone(browsertool.Names) }
+
+// imageDetailFor is Config.ImageDetail's default for tool t.
+func imageDetailFor(t Tool) string {
+	if t == ToolPreview {
+		return "auto"
+	}
+	return "original"
+}
 
 // toolFor picks the tool version for a model name.
 func toolFor(model string) Tool {

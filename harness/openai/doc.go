@@ -110,12 +110,21 @@
 //
 // # Executor codec
 //
-// DecodeCall reads one computer_call item (GA or preview, with its
-// pending_safety_checks) into a Call; EncodeResult writes the
-// computer_call_output for the same call_id, with the screenshot as a data
-// URL and the approved checks in acknowledged_safety_checks; ResultMessage
-// is the user message with the text a computer_call_output has no place
-// for. They are the Model's own decoder and encoder.
+// DecodeCall reads one item into a Call: a computer_call (GA or preview,
+// with its pending_safety_checks), or a function_call of the browser
+// functions (list_tabs, switch_tab, close_tab, dialog, upload) that a
+// Model declares with Config.Functions = BrowserFunctions(), as a task's
+// browser_tools does; any other function is the call's error.
+// EncodeResultFor writes the computer_call_output for the same call_id,
+// with the screenshot as a data URL and the approved checks in
+// acknowledged_safety_checks, or the function_call_output, with the text
+// and the screenshot at the image detail a Model of the client's model
+// name sends; ResultMessage is the user message with the text a
+// computer_call_output has no place for. They are the Model's own decoder
+// and encoder.
+//
+// A Result from harness.Executor repeats its screenshot's Events in its
+// Notes; the text sent for a call says each once.
 //
 // Package openaitest provides a scripted fake server for tests.
 package openai

@@ -16,6 +16,8 @@ import (
 // actions, and its result encodes.
 func FuzzDecodeCall(f *testing.F) {
 	f.Add([]byte(`{"type":"computer_call","call_id":"c1","actions":[{"type":"keypress","keys":["CTRL","A"]}]}`))
+	f.Add([]byte(`{"type":"function_call","call_id":"c2","name":"dialog","arguments":"{\"accept\":true,\"text\":\"Ada\"}"}`))
+	f.Add([]byte(`{"type":"function_call","call_id":"c3","name":"switch_tab","arguments":{"tab":1}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		c, err := openai.DecodeCall(raw, display)
 		if err != nil {

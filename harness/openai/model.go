@@ -345,7 +345,7 @@ func (m *Model) input(in harness.Input) ([]item, picture, error) {
 		last = pic
 		text := resultText(r, c, missing)
 		if c.function {
-			add = append(add, m.functionOutput(r, c, pic, text))
+			add = append(add, functionOutput(r, c, pic, text, m.cfg.ImageDetail))
 			continue
 		}
 		out, stray := computerOutput(r, c, pic)
@@ -400,7 +400,13 @@ func resultText(r harness.Result, c pending, missing string) []string {
 		text = append(text, fmt.Sprintf("the pointer is at (%g, %g)", r.Cursor.X, r.Cursor.Y))
 	}
 	if r.Shot != nil {
-		text = append(text, r.Shot.Events...)
+		for _, e := range r.Shot.Events {
+			// harness.Executor copies the screenshot's events into
+			// Notes: say each once (list_tabs' list of tabs, say).
+			if !slices.Contains(r.Notes, e) {
+				text = append(text, e)
+			}
+		}
 	}
 	if missing != "" {
 		text = append(text, missing)
@@ -509,8 +515,9 @@ func computerOutput(r harness.Result, c pending, pic picture) (item, []string) {
 }
 
 // functionOutput answers a function_call: a text saying what happened, then
-// the zoomed image for zoom, or else the fresh screenshot.
-func (m *Model) functionOutput(r harness.Result, c pending, pic picture, text []string) item {
+// the zoomed image for zoom, or else the fresh screenshot, sent with image
+// detail detail (Config.ImageDetail).
+func functionOutput(r harness.Result, c pending, pic picture, text []string, detail string) item {
 	if len(text) == 0 {
 		text = []string{"ok"}
 	}
@@ -529,7 +536,7 @@ func (m *Model) functionOutput(r harness.Result, c pending, pic picture, text []
 					{OfInputText: &responses.ResponseInputTextContentParam{Text: strings.Join(text, "\n")}},
 					{OfInputImage: &responses.ResponseInputImageContentParam{
 						ImageURL: param.NewOpt(image),
-						Detail:   responses.ResponseInputImageContentDetail(m.cfg.ImageDetail),
+						Detail:   responses.ResponseInputImageContentDetail(detail),
 					}},
 				},
 			},

@@ -114,7 +114,12 @@ func codecFor(provider, model string) (codec, error) {
 	case "anthropic":
 		return codec{decode: anthropic.DecodeCall, encode: anthropic.EncodeResult}, nil
 	case "openai":
-		return codec{decode: openai.DecodeCall, encode: openai.EncodeResult, message: openai.ResultMessage}, nil
+		// The model's name picks the image detail of a function_call's
+		// screenshot, as the adapter sends it.
+		encode := func(c harness.Call, r harness.Result) (json.RawMessage, error) {
+			return openai.EncodeResultFor(model, c, r)
+		}
+		return codec{decode: openai.DecodeCall, encode: encode, message: openai.ResultMessage}, nil
 	case "gemini":
 		set := gemini.FunctionsAuto
 		if model != "" {

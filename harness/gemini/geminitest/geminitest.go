@@ -30,6 +30,8 @@ import (
 type Call struct {
 	ID   string // functionCall id; empty leaves it out, as older models do
 	Name string
+	// Args are the call's arguments; nil leaves "args" out, as Gemini does
+	// for a call without arguments (list_tabs), and an empty map sends {}.
 	Args map[string]any
 	// ThoughtSignature, if set, is sent base64-encoded in the part's
 	// thoughtSignature, which the client must echo back unchanged.
@@ -79,9 +81,9 @@ func (t Turn) Reply() Reply {
 		parts = append(parts, map[string]any{"text": t.Text})
 	}
 	for _, c := range t.Calls {
-		fc := map[string]any{"name": c.Name, "args": c.Args}
-		if c.Args == nil {
-			fc["args"] = map[string]any{}
+		fc := map[string]any{"name": c.Name}
+		if c.Args != nil {
+			fc["args"] = c.Args
 		}
 		if c.ID != "" {
 			fc["id"] = c.ID

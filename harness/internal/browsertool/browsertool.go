@@ -74,11 +74,14 @@ func Tool() (description string, schema map[string]any) {
 		}, "action")
 }
 
-// Decode decodes the arguments of function name, a JSON object (empty
-// means {}). Errors wrap actions.ErrInvalid and name the field.
+// Decode decodes the arguments of function name, a JSON object. Empty
+// arguments and JSON null mean none ({}): a provider may leave the
+// arguments of a call without any out (Gemini's list_tabs), and a decoder
+// of generic JSON then passes null. Errors wrap actions.ErrInvalid and
+// name the field.
 func Decode(name string, args json.RawMessage) (actions.Action, error) {
 	var obj map[string]json.RawMessage
-	if len(bytes.TrimSpace(args)) > 0 {
+	if args := bytes.TrimSpace(args); len(args) > 0 && string(args) != "null" {
 		if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
 			return actions.Action{}, fmt.Errorf("%w: %s: the arguments are not a JSON object", actions.ErrInvalid, clip(name))
 		}

@@ -18,6 +18,8 @@ func TestDecode(t *testing.T) {
 	}{
 		{"list_tabs", ``, actions.Action{Kind: actions.ListTabs}, ""},
 		{"list_tabs", `{}`, actions.Action{Kind: actions.ListTabs}, ""},
+		{"list_tabs", ` null `, actions.Action{Kind: actions.ListTabs}, ""}, // Gemini left args out
+		{"switch_tab", `null`, actions.Action{}, `invalid action: switch_tab: missing "tab"`},
 		{"switch_tab", `{"tab": 2}`, actions.Action{Kind: actions.SwitchTab, Tab: 2}, ""},
 		{"close_tab", `{"tab": 0}`, actions.Action{Kind: actions.CloseTab}, ""},
 		{"dialog", `{"accept": true, "text": "Ada"}`, actions.Action{Kind: actions.Dialog, Accept: true, Text: "Ada"}, ""},
