@@ -355,8 +355,11 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 		r.Err = errors.Join(r.Err, fmt.Errorf("screenshot after the call: %w", err))
 		e.finish(&r, t0, "", o.Step, actor)
 	} else {
-		r.Shot = &shot
+		// What the display noted (a tab opened, a human acted) is said
+		// once, in the notes; the shot no longer carries it.
 		r.Notes = append(r.Notes, shot.Events...)
+		shot.Events = nil
+		r.Shot = &shot
 		if shot.Frame.Settle.TimedOut {
 			r.Notes = append(r.Notes, fmt.Sprintf("The page had not settled after %v (%s); the screenshot may show it mid-change.",
 				shot.Frame.Settle.Waited.Round(time.Millisecond), shot.Frame.Settle.Reason))

@@ -52,7 +52,9 @@ func (p page) Focused(context.Context) (screen.Target, error) {
 // is decided from the page before anything is recorded, conservatively
 // where the focus cannot be foreseen.
 func TestPrepareDecidesSecretsBeforeTheRecord(t *testing.T) {
-	key := func(k string) actions.Action { return actions.Action{Kind: actions.Keypress, Keys: actions.Chord{actions.Key(k)}} }
+	key := func(k string) actions.Action {
+		return actions.Action{Kind: actions.Keypress, Keys: actions.Chord{actions.Key(k)}}
+	}
 	tests := []struct {
 		name  string
 		page  *page // nil: a display without a DOM

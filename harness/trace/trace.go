@@ -110,14 +110,14 @@ type Event struct {
 	Input json.RawMessage `json:"input,omitempty"` // call: an application-side tool's arguments; must be valid JSON
 	// Client marks a call and result of an application-side tool, which
 	// the session's client ran; its result's Text is the tool's answer.
-	Client bool     `json:"client,omitzero"`
+	Client bool `json:"client,omitzero"`
 	// Actor says who proposed a call or action: "model" (the default,
 	// left empty), "client" (an executor or MCP client), "operator" (a
 	// human during a takeover) or "replay".
-	Actor string `json:"actor,omitempty"`
-	Stop   string   `json:"stop,omitempty"`  // model_turn, run_end: a harness.StopReason
-	Usage  Usage    `json:"usage,omitzero"`  // model_turn
-	Notes  []string `json:"notes,omitempty"` // result: things the model was told that are not failures
+	Actor string   `json:"actor,omitempty"`
+	Stop  string   `json:"stop,omitempty"`  // model_turn, run_end: a harness.StopReason
+	Usage Usage    `json:"usage,omitzero"`  // model_turn
+	Notes []string `json:"notes,omitempty"` // result: things the model was told that are not failures
 
 	Action actions.Action `json:"action,omitzero"` // action: as validated, in model coordinates
 	Mapped screen.Mapped  `json:"mapped,omitzero"` // action: as performed, in CSS pixels
