@@ -120,3 +120,86 @@ func TestGateOnChromium(t *testing.T) {
 		})
 	}
 }
+
+// disguisedPage puts control, positioned where clicker clicks, on a page
+// that reports clicks on it to /bought.
+func disguisedPage(control string) string {
+	return `<!doctype html>
+<html><head><meta charset="utf-8"><style>body { margin: 0; font: 16px sans-serif; }
+.c { position: absolute; left: 100px; top: 100px; width: 200px; height: 60px; display: block; }</style></head>
+<body><span id="help" hidden>Help</span>` + control + `
+<script>document.querySelector('.c').addEventListener('click', (e) => { e.preventDefault(); fetch('/bought', {method: 'POST'}); });</script>
+</body></html>`
+}
+
+// TestGateReadsVisibleTextOnChromium: on a real page, an accessible name
+// that says something harmless does not hide what a control shows. The
+// gate flags the click by the control's visible text; the human's denial
+// keeps it from the page.
+func TestGateReadsVisibleTextOnChromium(t *testing.T) {
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("set SPOTTER_INTEGRATION=1 to run against a real Chromium")
+	}
+	tests := []struct {
+		name    string
+		control string
+		rule    string
+		label   string // the accessible name the hit-test reports
+		text    string // the visible text
+	}{
+		{"aria-label on a buy button", `<button class="c" aria-label="More information">Buy now</button>`,
+			approvals.RulePurchase, "More information", "Buy now"},
+		{"aria-labelledby on a delete widget", `<div class="c" role="button" tabindex="0" aria-labelledby="help">Delete account</div>`,
+			approvals.RuleDelete, "Help", "Delete account"},
+		{"aria-label on a link that sends", `<a class="c" href="/send" aria-label="Read more">Send the transfer</a>`,
+			approvals.RuleSend, "Read more", "Send the transfer"},
+	}
+	d, err := cdp.Open(t.Context(), cdp.Config{})
+	if err != nil {
+		t.Fatalf("cdp.Open() = %v", err)
+	}
+	defer d.Close(context.Background())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var bought atomic.Int32
+			mux := http.NewServeMux()
+			mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, disguisedPage(tt.control)) })
+			mux.HandleFunc("/bought", func(w http.ResponseWriter, r *http.Request) { bought.Add(1) })
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			if err := d.Perform(t.Context(), screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: srv.URL}}); err != nil {
+				t.Fatalf("navigate: %v", err)
+			}
+			q := approvals.NewQueue(approvals.QueueConfig{})
+			g := newGate(t, approvals.GateConfig{Queue: q, HitTester: d, Dialogs: d, Session: "s1"})
+			dctx, stop := context.WithCancel(t.Context())
+			seen := decideNext(dctx, q, approvals.Verdict{Kind: approvals.Deny, By: "ann", Reason: "not today"})
+			// The control's centre, CSS (200,130), is image pixel (100,65)
+			// of the 640x400 screenshot.
+			m := &clicker{at: actions.Pt(100, 65)}
+			out, err := harness.Run(t.Context(), harness.Config{Model: m, Display: d, Approver: g,
+				Policy: actions.Policy{Allow: actions.Kinds()}, Capture: screen.CaptureOptions{Size: screen.Size{W: 640, H: 400}}})
+			if err != nil || out.Stop != harness.StopEndTurn {
+				t.Fatalf("Run() = %+v, %v", out, err)
+			}
+			stop() // a request came during the run, or none will
+			res := <-seen
+			if res.err != nil {
+				t.Fatalf("Decide() = %v: the click was not flagged (the page registered %d clicks)", res.err, bought.Load())
+			}
+			r := res.req
+			if r.Rule != tt.rule || r.Target == nil || r.Target.Name != tt.label || r.Target.Text != tt.text {
+				t.Errorf("request = rule %q, target %+v; want %s on the element named %q showing %q", r.Rule, r.Target, tt.rule, tt.label, tt.text)
+			}
+			if want := fmt.Sprintf("(it shows %q)", tt.text); !strings.Contains(r.Reason, want) {
+				t.Errorf("request reason = %q, want it to say %s", r.Reason, want)
+			}
+			if got := bought.Load(); got != 0 {
+				t.Errorf("the page registered %d clicks after the denial, want none", got)
+			}
+			if res0 := m.got[1].Results[0]; !errors.Is(res0.Err, harness.ErrDenied) {
+				t.Errorf("the model got %v, want the denial", res0.Err)
+			}
+		})
+	}
+}

@@ -11,7 +11,17 @@
 // edit the action (its coordinates in the screenshot's pixels, or its
 // text). No decision before the timeout is a denial ("no decision within
 // 5m0s"). Provider safety checks (OpenAI pending_safety_checks, Gemini
-// require_confirmation) always join the same queue.
+// require_confirmation) always join the same queue, whatever the
+// supervision, "none" included.
+//
+// # Safety checks
+//
+// A call's safety checks are one Request with Index -1 and no Action (its
+// JSON has no "action"), holding the provider's checks as it sent them
+// (id, code, message) in SafetyChecks, and the frame the model saw. It can
+// be approved or denied, not edited. Only an approval lets the loop
+// acknowledge the checks to the provider and run the call; a denial or an
+// expiry is the call's error, in words for the model.
 //
 // The Queue calls two hooks, synchronously, so that a server can persist
 // what it holds and audit every decision (who, when, and the request as
@@ -25,13 +35,14 @@
 // and in the rules file's disable list:
 //
 //	safety-check    a provider's safety check (cannot be disabled)
-//	purchase        clicks on buy, pay, checkout or order controls (by accessible name, in several languages)
-//	delete          clicks on delete or remove controls
-//	send            clicks on send, submit, publish or confirm controls
+//	purchase        clicks on buy, pay, checkout or order controls (by what they say, in several languages)
+//	delete          clicks on delete or remove controls (by what they say)
+//	send            clicks on send, submit, publish or confirm controls (by what they say)
 //	password        typing into a password field, or Enter in it
 //	payment         typing into a payment field (autocomplete cc-*, names like card number or CVV), or Enter
 //	                in it; typing anything that looks like a card number (13-19 digits passing the Luhn check)
-//	outside         links, form submissions and navigation to an origin outside the allowed hosts
+//	outside         links, form submissions and navigation to an origin outside the allowed hosts (by the
+//	                link's target, the form's action or the URL navigated to)
 //	download        clicks on download links
 //	file-picker     clicks on <input type=file>; the upload action
 //	close-chord     chords that close a tab, a window or the browser (ctrl+w, alt+F4, meta+q...); close_tab
@@ -40,6 +51,24 @@
 //
 // Links and forms may reach, without a human, the origin of the page shown,
 // the rules' hosts and the session's Policy hosts.
+//
+// # What an element says
+//
+// A page can make an element say one thing to a person and another to a
+// screen reader: a button that shows "Buy now" with aria-label="More
+// information". Rules that read what an element says read both its
+// visible text (screen.Target.Text) and its accessible name
+// (screen.Target.Name); either one matching flags the action, and the
+// reason quotes the visible text when it, not the name, flagged it ("the
+// button "More information" (it shows "Buy now")"). The visible text of a
+// control (a link, a button, a form control, an element with a widget
+// role) counts whole: it is the control's label. Any other element's (a
+// clickable <div>, a paragraph) counts when it is 40 characters or less,
+// so that a click in a paragraph that mentions paying is not a purchase.
+// The payment rule reads, besides a field's name and autocomplete, the
+// visible text of a focused element that holds no typed text. The
+// display reports no visible text for an <input>: a submit button's
+// value is read only as its accessible name, which an aria-label replaces.
 //
 // # Displays without a DOM
 //
@@ -76,13 +105,17 @@
 //	      name: ["amount|recipient"]
 //
 // A rule's conditions: kinds (action kinds), keys (chords of keypress and
-// hold_key), text (typed text), url (the page's URL, or a navigate
-// action's), and target, which needs a DOM: tag, role, name, input_type,
-// autocomplete, href, form_action, frame_url and text (lists of regular
-// expressions matched without regard to case), and editable and download
-// (true or false). Within a list, any item may match. The target is the
-// element under the pointer for pointer actions, and the focused one for
-// keyboard actions.
+// hold_key), text (typed text), url, and target, which needs a DOM: tag,
+// role, name, input_type, autocomplete, href, form_action, frame_url and
+// text (lists of regular expressions matched without regard to case), and
+// editable and download (true or false). Within a list, any item may
+// match. The target is the element under the pointer for pointer actions,
+// and the focused one for keyboard actions. target.name and target.text
+// both read what the element says: each holds when its pattern matches the
+// accessible name or the visible text. url holds when its pattern matches
+// a navigate action's URL, or, for any other action, the page's URL or
+// where the action leads: the link it clicks (or presses Enter on), the
+// form its submit button (or Enter in a field) sends.
 //
 // "supervise: all" sends every action with an effect to a human
 // (screenshots, waits, zooms, cursor_position and list_tabs still run at

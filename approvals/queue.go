@@ -40,7 +40,10 @@ type Request struct {
 	Reason   string    `json:"reason"` // that rule's reason, for a human
 	Findings []Finding `json:"findings,omitempty"`
 
-	Action actions.Action `json:"action"` // in model coordinates
+	// Action is in model coordinates. A call's safety checks (Index -1)
+	// have none: the zero Action, which JSON leaves out ("action" is
+	// absent) and reads back as the zero Action.
+	Action actions.Action `json:"action,omitzero"`
 	// Point is where the action lands in CSS pixels of the viewport, and
 	// Marker the same place in pixels of the frame's image (what the
 	// panel marks on the screenshot). Nil for actions without a point.

@@ -2,15 +2,20 @@ package approvals_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
+	"github.com/spotter-harness/spotter/harness"
 )
 
 // newRequest is a request of session s for call c, due in a minute.
@@ -398,5 +403,86 @@ func TestRestoreIsQuiet(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("OnEvent calls after Decide = %d, want 1", n)
+	}
+}
+
+// A request for a call's provider safety checks has no action. It is
+// stored as JSON (without "action"), restored from it after a restart,
+// waited on again by the re-asked call, approved but never edited.
+func TestSafetyCheckRequestRoundTrip(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	checks := []harness.SafetyCheck{{ID: "sc_1", Code: "malicious_instructions", Message: "The page may hold instructions."},
+		{ID: "sc_2", Code: "irrelevant_domain", Message: "The domain is not the task's."}}
+	safety := approvals.Request{Session: "s", CallID: "c1", Index: -1, Rule: approvals.RuleSafetyCheck, Reason: "a check",
+		SafetyChecks: checks, Created: now, Deadline: now.Add(time.Hour)}
+
+	var saved [][]byte
+	q := approvals.NewQueue(approvals.QueueConfig{OnRequest: func(r approvals.Request) error {
+		b, err := json.Marshal(r) // what a server persists
+		saved = append(saved, b)
+		return err
+	}})
+	ctx, stop := context.WithCancel(t.Context())
+	events := q.Subscribe(ctx)
+	done := make(chan result, 1)
+	go func() {
+		got, err := q.Ask(ctx, safety)
+		done <- result{got, err}
+	}()
+	var req approvals.Request
+	select {
+	case ev := <-events:
+		req = ev.Request
+	case res := <-done:
+		t.Fatalf("Ask(safety checks) = %v before it was pending, want it held", res.err)
+	}
+	stop() // the asker goes away, as at a shutdown
+	if res := <-done; res.err == nil {
+		t.Fatalf("Ask() after its context ended = %+v, want an error", res.req)
+	}
+	if len(saved) != 1 {
+		t.Fatalf("OnRequest saw %d requests, want 1", len(saved))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(saved[0], &fields); err != nil {
+		t.Fatalf("stored request %s: %v", saved[0], err)
+	}
+	if _, ok := fields["action"]; ok {
+		t.Errorf("stored request %s has an action, want none", saved[0])
+	}
+	for _, want := range []string{`"index":-1`, `"code":"malicious_instructions"`, `"message":"The domain is not the task's."`} {
+		if !strings.Contains(string(saved[0]), want) {
+			t.Errorf("stored request %s lacks %s", saved[0], want)
+		}
+	}
+	var restored approvals.Request
+	if err := json.Unmarshal(saved[0], &restored); err != nil {
+		t.Fatalf("json.Unmarshal(stored request) = %v", err)
+	}
+	if diff := cmp.Diff(req, restored); diff != "" {
+		t.Errorf("restored request (-asked +restored):\n%s", diff)
+	}
+
+	// After a restart: a new queue, the request restored, the call asked
+	// again.
+	q2 := approvals.NewQueue(approvals.QueueConfig{})
+	if err := q2.Restore([]approvals.Request{restored}); err != nil {
+		t.Fatalf("Restore() = %v", err)
+	}
+	out := make(chan result, 1)
+	go func() {
+		got, err := q2.Ask(t.Context(), safety)
+		out <- result{got, err}
+	}()
+	edit := clickAt(1, 1)
+	if err := q2.Decide(req.ID, approvals.Verdict{Kind: approvals.Edit, By: "ann", Edit: &edit}); !errors.Is(err, approvals.ErrBadVerdict) {
+		t.Errorf("Decide(edit of safety checks) = %v, want ErrBadVerdict", err)
+	}
+	if err := q2.Decide(req.ID, approvals.Verdict{Kind: approvals.Approve, By: "ann"}); err != nil {
+		t.Fatalf("Decide(approve) = %v", err)
+	}
+	if res := <-out; res.err != nil || res.req.ID != req.ID || res.req.Verdict.Kind != approvals.Approve ||
+		!cmp.Equal(res.req.SafetyChecks, checks) {
+		t.Errorf("Ask() re-attached = %+v, %v; want %s approved with its checks", res.req, res.err, req.ID)
 	}
 }

@@ -410,13 +410,12 @@ func (c *compiled) evaluate(s Subject) []Finding {
 	}
 	if t != nil && activates(a) {
 		label := describeTarget(*t)
-		switch {
-		case matchesWords(t, purchaseWords):
-			add(RulePurchase, "clicking %s may spend money", label)
-		case matchesWords(t, deleteWords):
-			add(RuleDelete, "clicking %s may delete something", label)
-		case matchesWords(t, sendWords):
-			add(RuleSend, "clicking %s may send or submit something", label)
+		if said, ok := says(t, purchaseWords); ok {
+			add(RulePurchase, "clicking %s may spend money", describeSaying(*t, said))
+		} else if said, ok := says(t, deleteWords); ok {
+			add(RuleDelete, "clicking %s may delete something", describeSaying(*t, said))
+		} else if said, ok := says(t, sendWords); ok {
+			add(RuleSend, "clicking %s may send or submit something", describeSaying(*t, said))
 		}
 		if t.Download {
 			add(RuleDownload, "clicking %s downloads a file", label)
@@ -523,11 +522,13 @@ func (r compiledRule) matches(s Subject) bool {
 		return false
 	}
 	if len(r.url) > 0 {
-		u := s.Frame.URL
+		// A navigate action goes to its URL; any other action happens on
+		// the page shown, and may lead where its link or form goes.
+		us := append([]string{s.Frame.URL}, destinations(s)...)
 		if a.Kind == actions.Navigate {
-			u = a.URL
+			us = []string{a.URL}
 		}
-		if !anyMatch(r.url, u) {
+		if !slices.ContainsFunc(us, func(u string) bool { return anyMatch(r.url, u) }) {
 			return false
 		}
 	}
@@ -539,8 +540,17 @@ func (r compiledRule) matches(s Subject) bool {
 		fields := map[string]string{"tag": t.Tag, "role": t.Role, "name": t.Name, "input_type": t.InputType,
 			"autocomplete": t.Autocomplete, "href": t.Href, "form_action": t.FormAction, "frame_url": t.FrameURL, "text": t.Text}
 		for f, res := range r.target {
-			if !anyMatch(res, fields[f]) {
-				return false
+			switch f {
+			case "name", "text":
+				// What the element says: its accessible name or its
+				// visible text; either may match.
+				if !anyMatch(res, t.Name) && !anyMatch(res, t.Text) {
+					return false
+				}
+			default:
+				if !anyMatch(res, fields[f]) {
+					return false
+				}
 			}
 		}
 		if tm.Editable != nil && *tm.Editable != t.Editable || tm.Download != nil && *tm.Download != t.Download {
@@ -548,6 +558,33 @@ func (r compiledRule) matches(s Subject) bool {
 		}
 	}
 	return true
+}
+
+// destinations returns the URLs a's activation of its target may lead
+// to: the link it clicks or presses Enter on, the form its submit button
+// (or Enter in a field) sends.
+func destinations(s Subject) []string {
+	t := s.Target
+	if t == nil {
+		return nil
+	}
+	var us []string
+	switch a := s.Action; {
+	case activates(a):
+		if t.Href != "" {
+			us = append(us, t.Href)
+		}
+		if t.FormAction != "" && (t.InputType == "submit" || t.InputType == "image") {
+			us = append(us, t.FormAction)
+		}
+	case keyboard(a) && submitsByKey(a, *t):
+		if t.Href != "" {
+			us = append(us, t.Href)
+		} else if t.FormAction != "" {
+			us = append(us, t.FormAction)
+		}
+	}
+	return us
 }
 
 func anyMatch(res []*regexp.Regexp, s string) bool {
@@ -648,9 +685,31 @@ func submitsByKey(a actions.Action, t screen.Target) bool {
 
 func isPassword(t screen.Target) bool { return t.PasswordField() }
 
-func isPayment(t screen.Target) bool { return t.PaymentField() }
+// isPayment reports whether t is a payment field: by its autocomplete or
+// accessible name, or, for an element that holds no typed text, by its
+// visible text (a label-like widget whose aria-label says otherwise).
+func isPayment(t screen.Target) bool {
+	if t.PaymentField() {
+		return true
+	}
+	if t.Editable || t.Text == "" {
+		return false // an editable element's text is what was typed into it
+	}
+	return screen.Target{Name: shortText(t)}.PaymentField()
+}
 
 func looksLikeCard(text string) bool { return screen.LooksLikeCard(text) }
+
+// describeSaying names an element for a human, and, when its visible
+// text flagged it and its accessible name says something else, what it
+// shows: `the button "More info" (it shows "Buy now")`.
+func describeSaying(t screen.Target, said string) string {
+	label := describeTarget(t)
+	if said == "text" && t.Name != "" {
+		label += fmt.Sprintf(" (it shows %q)", clipText(t.Text, 60))
+	}
+	return label
+}
 
 // describeTarget names an element for a human: `the button "Buy now"`.
 func describeTarget(t screen.Target) string {
@@ -711,13 +770,49 @@ func denseScript(w string) bool {
 	return false
 }
 
-// matchesWords matches an element's accessible name or, for an element
-// without one, its text when short (a clickable <div>).
-func matchesWords(t *screen.Target, w words) bool {
-	if t.Name != "" {
-		return w.re.MatchString(t.Name)
+// says reports whether what t says matches w, and where: "name" (its
+// accessible name, which a screen reader and the page's aria-label give)
+// or "text" (its visible text, which a person reads). Either one matching
+// is enough, so that an aria-label cannot disguise a "Buy now" button. The
+// visible text of a control (see isControl) counts whole: it is the
+// control's label. Any other element's (a clickable <div>, a paragraph)
+// counts when it is short, up to maxPlainText characters, so that a click
+// in a paragraph that mentions paying is not a purchase.
+func says(t *screen.Target, w words) (string, bool) {
+	switch {
+	case t.Name != "" && w.re.MatchString(t.Name):
+		return "name", true
+	case shortText(*t) != "" && w.re.MatchString(shortText(*t)):
+		return "text", true
 	}
-	return utf8.RuneCountInString(t.Text) <= 40 && w.re.MatchString(t.Text)
+	return "", false
+}
+
+// maxPlainText is the longest visible text of an element that is not a
+// control that the word rules read.
+const maxPlainText = 40
+
+// shortText returns t's visible text as the word rules read it: whole for
+// a control, and for any other element only when it is short.
+func shortText(t screen.Target) string {
+	if isControl(t) || utf8.RuneCountInString(t.Text) <= maxPlainText {
+		return t.Text
+	}
+	return ""
+}
+
+// controlTags and controlRoles are the elements whose visible text is
+// their label: what a hit-test calls interactive.
+var (
+	controlTags  = []string{"a", "area", "button", "input", "select", "summary", "option", "label"}
+	controlRoles = []string{"button", "link", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "checkbox",
+		"radio", "switch", "option", "treeitem", "gridcell", "combobox"}
+)
+
+// isControl reports whether t is a control: a link, a button, a form
+// control, or an element with a widget role.
+func isControl(t screen.Target) bool {
+	return slices.Contains(controlTags, t.Tag) || slices.Contains(controlRoles, t.Role) || t.Href != ""
 }
 
 var (

@@ -330,3 +330,123 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The word rules read what a person sees as well as what a screen reader
+// hears: the visible text and the accessible name, either one flagging the
+// click. An aria-label cannot disguise a "Buy now" button.
+func TestRulesReadVisibleTextAndName(t *testing.T) {
+	el := func(tag, role, name, text string) *screen.Target {
+		return &screen.Target{Tag: tag, Role: role, Name: name, Text: text}
+	}
+	long := "Our finest leather shoes, stitched by hand in Porto: buy now" // over 40 characters
+	tests := []struct {
+		name   string
+		a      actions.Action
+		target *screen.Target
+		want   []string
+		reason string // a substring of the first finding's reason
+	}{
+		{name: "aria-label disguises a buy button", a: click(1, 1), target: el("button", "button", "More information", "Buy now"),
+			want: []string{RulePurchase}, reason: `the button "More information" (it shows "Buy now")`},
+		{name: "aria-label disguises a delete link", a: click(1, 1),
+			target: &screen.Target{Tag: "a", Role: "link", Name: "Read more", Text: "Delete my account", Href: "https://shop.example/a"},
+			want:   []string{RuleDelete}, reason: `it shows "Delete my account"`},
+		{name: "aria-label disguises a send button", a: click(1, 1), target: el("button", "button", "Next", "Send message"),
+			want: []string{RuleSend}},
+		{name: "name says buy, text does not", a: click(1, 1), target: el("button", "button", "Buy now", "→"),
+			want: []string{RulePurchase}, reason: `the button "Buy now" may`},
+		{name: "long text of a control counts whole", a: click(1, 1), target: el("button", "button", "Details", long),
+			want: []string{RulePurchase}},
+		{name: "long text of a widget role counts whole", a: click(1, 1), target: el("div", "menuitem", "Details", long),
+			want: []string{RulePurchase}},
+		{name: "short text of a clickable div with a name", a: click(1, 1), target: el("div", "", "Info", "Pay"),
+			want: []string{RulePurchase}},
+		{name: "German text under an English label", a: click(1, 1), target: el("button", "button", "Continue", "Jetzt kaufen"),
+			want: []string{RulePurchase}},
+		{name: "purchase wins over send", a: click(1, 1), target: el("button", "button", "Send", "Buy"),
+			want: []string{RulePurchase}},
+		{name: "disguised link outside", a: click(1, 1),
+			target: &screen.Target{Tag: "a", Role: "link", Name: "Home", Text: "Home", Href: "https://evil.example/"},
+			want:   []string{RuleOutside}},
+		{name: "Enter on a non-field showing card number", a: keypress(t, "Enter"), target: el("div", "group", "Notes", "Card number"),
+			want: []string{RulePayment}},
+
+		// Not flagged.
+		{name: "long text of a plain element", a: click(1, 1), target: el("div", "", "Product card", long)},
+		{name: "harmless name and text", a: click(1, 1), target: el("button", "button", "More information", "Details")},
+		{name: "right-click on a disguised buy button", a: actions.Action{Kind: actions.Click, At: actions.Pt(1, 1), HasAt: true, Button: actions.Right},
+			target: el("button", "button", "More information", "Buy now")},
+		{name: "typed text that mentions a card number", a: actions.Action{Kind: actions.Type, Text: "x"},
+			target: &screen.Target{Tag: "div", Role: "textbox", Name: "Notes", Text: "my card number is on file", Editable: true}},
+	}
+	r := Default()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.Evaluate(subject(t, tt.a, tt.target))
+			if diff := cmp.Diff(tt.want, rulesOf(got)); diff != "" {
+				t.Fatalf("Evaluate(%+v) rules (-want +got):\n%s", *tt.target, diff)
+			}
+			if tt.reason != "" && !strings.Contains(got[0].Reason, tt.reason) {
+				t.Errorf("Evaluate(%+v) reason = %q, want it to contain %q", *tt.target, got[0].Reason, tt.reason)
+			}
+		})
+	}
+}
+
+// An operator's rule that matches what an element says (target.name or
+// target.text) reads both its accessible name and its visible text; a url
+// condition reads the page's URL and where the action's link or form
+// leads.
+func TestCustomRulesReadVisibleTextAndLinks(t *testing.T) {
+	r, err := Parse([]byte(`
+hosts: ["bank.example"]
+disable: [send]
+rules:
+  - name: transfer
+    reason: starting a transfer
+    kinds: [click]
+    target:
+      name: ["transfer"]
+  - name: wire
+    reason: a wire
+    target:
+      text: ["^wire$"]
+  - name: bank
+    reason: going to the bank's transfer page
+    url: ["^https://bank\\.example/transfer"]
+    kinds: [click, keypress, navigate]
+`))
+	if err != nil {
+		t.Fatalf("Parse() = %v", err)
+	}
+	link := func(name, href string) *screen.Target {
+		return &screen.Target{Tag: "a", Role: "link", Name: name, Text: name, Href: href}
+	}
+	tests := []struct {
+		name   string
+		a      actions.Action
+		target *screen.Target
+		want   []string
+	}{
+		{"name pattern matches the visible text", click(1, 1), &screen.Target{Tag: "button", Name: "Next", Text: "Transfer 500 EUR"}, []string{"transfer"}},
+		{"name pattern matches the name", click(1, 1), &screen.Target{Tag: "button", Name: "Start transfer"}, []string{"transfer"}},
+		{"text pattern matches the name", click(1, 1), &screen.Target{Tag: "button", Name: "Wire", Text: "→"}, []string{"wire"}},
+		{"text pattern matches the text", click(1, 1), &screen.Target{Tag: "button", Name: "Go", Text: "Wire"}, []string{"wire"}},
+		{"neither says it", click(1, 1), &screen.Target{Tag: "button", Name: "Next", Text: "Continue"}, nil},
+		{"url matches a link's target", click(1, 1), link("Your account", "https://bank.example/transfer/new"), []string{"bank"}},
+		{"url matches a focused link's target on Enter", keypress(t, "Enter"), link("Your account", "https://bank.example/transfer"), []string{"bank"}},
+		{"url matches a form's action", click(1, 1), &screen.Target{Tag: "input", InputType: "submit", Name: "Go",
+			FormAction: "https://bank.example/transfer"}, []string{"bank"}},
+		{"url and a link elsewhere", click(1, 1), link("Help", "https://bank.example/help"), nil},
+		{"url and a right-click on the link", actions.Action{Kind: actions.Click, At: actions.Pt(1, 1), HasAt: true, Button: actions.Right},
+			link("Your account", "https://bank.example/transfer"), nil},
+		{"url and a navigate", actions.Action{Kind: actions.Navigate, URL: "https://bank.example/transfer"}, nil, []string{"bank"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, rulesOf(r.Evaluate(subject(t, tt.a, tt.target)))); diff != "" {
+				t.Errorf("Evaluate(%s) (-want +got):\n%s", tt.name, diff)
+			}
+		})
+	}
+}

@@ -319,7 +319,7 @@
       const a = normApproval(raw);
       const s = state.sessions.find((x) => x.id === a.session);
       ul.append(el('li', {}, el('a', { href: '#/session/' + seg(a.session) },
-        clip(actionSummary(a.action) || a.rule || 'approval', 80),
+        clip(requestTitle(a) || a.rule || 'approval', 80),
         el('span', { class: 's-meta', text: (s ? sessionLabel(s) : a.session) + (a.rule ? ' · ' + a.rule : '') }))));
       // A pending approval of the open session that the stream has not
       // shown (or that a restart left behind) appears too.
@@ -438,7 +438,7 @@
           { call: a.toolCallId, approval: a.approvalId });
         if (a.shot) showLive(shotURL(a.shot));
         addApproval(a);
-        announce('An action is waiting for your decision.');
+        announce(a.action || !a.safety.length ? 'An action is waiting for your decision.' : 'A provider safety check is waiting for your decision.');
         break;
       }
       case 'tool_result': {
@@ -647,6 +647,15 @@
     return parts.join(' ');
   }
 
+  // requestTitle names what a request asks about: its action or, for a
+  // request with none, the provider's safety checks.
+  function requestTitle(a) {
+    const act = actionSummary(a.action);
+    if (act) return act;
+    const codes = a.safety.filter((c) => c && typeof c === 'object').map((c) => str(c.code) || str(c.id)).filter(Boolean);
+    return codes.length ? 'Provider safety check: ' + codes.join(', ') : '';
+  }
+
   let cardSeq = 0;
 
   function addApproval(a) {
@@ -679,7 +688,7 @@
     const titleId = 'a-title-' + n;
     q('.a-title').id = titleId;
     card.setAttribute('aria-labelledby', titleId);
-    q('.a-title').textContent = clip(actionSummary(a.action) || 'Flagged action', 200);
+    q('.a-title').textContent = clip(requestTitle(a) || 'Flagged action', 200);
     q('.a-timer').dataset.deadline = str(a.deadline);
 
     // The screenshot with the marker, positioned in the image's own pixels
@@ -702,12 +711,16 @@
 
     q('.a-rule-name').textContent = a.rule || '(none)';
     q('.a-reason').textContent = a.reason || '(none given)';
+    // A provider's safety checks: its code and its message, as it wrote
+    // them; approving acknowledges them to the provider.
     for (const c of a.safety) {
       if (!c || typeof c !== 'object') continue;
       q('.a-rule').append(el('dt', { text: 'Safety check' }),
-        el('dd', { text: clip([str(c.code), str(c.message)].filter(Boolean).join(': ') || str(c.id), 500) }));
+        el('dd', { class: 'a-safety', text: clip([str(c.code), str(c.message)].filter(Boolean).join(': ') || str(c.id), 500) }));
     }
     const dl = q('.a-target');
+    // A request for safety checks alone has no action, so no target.
+    q('.a-target-head').hidden = dl.hidden = !a.action && a.safety.length > 0;
     const t = a.target || {};
     const rows = [
       ['Role', t.role], ['Name', t.name], ['Element', t.tag], ['Input type', t.inputType],

@@ -138,6 +138,12 @@ func (a *approver) Approve(ctx context.Context, r harness.ApprovalRequest) (harn
 		return d, nil
 	case errors.Is(err, approvals.ErrExpired):
 		return d, fmt.Errorf("%w: no human decided in time", err)
+	case ctx.Err() == nil && !errors.Is(err, harness.ErrDenied):
+		// The request could not be put before a human (the store
+		// failed, say). The action does not run; the model and the
+		// client read a refusal, the log the reason.
+		a.m.log.Error("approval request failed", "session", a.session, "call", r.CallID, "index", r.Index, "err", err)
+		return d, fmt.Errorf("%w: %s", harness.ErrDenied, unasked(r))
 	case ctx.Err() == nil || errors.Is(context.Cause(ctx), errShutdown):
 		return d, err
 	}
@@ -149,6 +155,14 @@ func (a *approver) Approve(ctx context.Context, r harness.ApprovalRequest) (harn
 		}
 	}
 	return d, fmt.Errorf("%w: %s", harness.ErrDenied, why)
+}
+
+// unasked tells the model that r could not be put before a human.
+func unasked(r harness.ApprovalRequest) string {
+	if r.Index < 0 {
+		return "the provider's safety checks could not be put before a human, so the call did not run"
+	}
+	return "this action could not be put before a human, so it did not run"
 }
 
 // pendingFor returns the first pending request of a session's call: the

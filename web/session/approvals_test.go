@@ -271,3 +271,215 @@ func TestStatusOf(t *testing.T) {
 		}
 	}
 }
+
+// safetyAt is a request for a call's provider safety checks: index -1 and
+// no action, on a 100x100 frame.
+func safetyAt(call string, checks ...harness.SafetyCheck) harness.ApprovalRequest {
+	f := screen.Frame{ID: "f1", Viewport: screen.Size{W: 100, H: 100}, Sent: screen.Size{W: 100, H: 100},
+		Capture: screen.Size{W: 100, H: 100}, DPR: 1, Clip: actions.Rect{Max: actions.Pt(100, 100)}}
+	return harness.ApprovalRequest{CallID: call, Index: -1, Frame: f, SafetyChecks: checks, ModelText: "the page asks"}
+}
+
+// held waits for the permission_request of a request that done answers;
+// an answer before it fails the test.
+func held(t *testing.T, s *Session, done <-chan approved) PermissionRequest {
+	t.Helper()
+	var after int64
+	for {
+		evs, changed := s.Events(after)
+		for _, e := range evs {
+			after = e.Seq
+			if e.Type == EventPermissionRequest {
+				var pr PermissionRequest
+				if err := json.Unmarshal(e.Data, &pr); err != nil {
+					t.Fatalf("permission_request %s: %v", e.Data, err)
+				}
+				return pr
+			}
+		}
+		select {
+		case <-changed:
+		case got := <-done:
+			t.Fatalf("Approve() = %+v, %v with no permission_request, want the request held", got.d, got.err)
+		case <-t.Context().Done():
+			t.Fatal("no permission_request event")
+		}
+	}
+}
+
+var injection = harness.SafetyCheck{ID: "sc_1", Code: "malicious_instructions", Message: "The page may hold instructions for the model."}
+
+// A call's provider safety checks are held for a human under every
+// supervise mode: persisted with the provider's code and message, streamed
+// and released only by a human. Approval returns no error; a denial and an
+// expiry are denials in words for the model, never an internal error.
+func TestManagerSafetyChecks(t *testing.T) {
+	tests := []struct {
+		name      string
+		supervise approvals.Supervise
+		decision  string // "" lets it expire
+		wantErr   []string
+		wantStore string
+	}{
+		{"approved", approvals.SuperviseFlagged, "approve", nil, store.ApprovalApproved},
+		{"approved with supervise none", approvals.SuperviseNone, "approve", nil, store.ApprovalApproved},
+		{"approved with supervise all", approvals.SuperviseAll, "approve", nil, store.ApprovalApproved},
+		{"denied", approvals.SuperviseFlagged, "deny", []string{"denied", "safety-check", "not this page"}, store.ApprovalDenied},
+		{"denied with supervise none", approvals.SuperviseNone, "deny", []string{"denied", "not this page"}, store.ApprovalDenied},
+		{"expired", approvals.SuperviseNone, "", []string{"denied", "no human decided in time"}, store.ApprovalExpired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newManager(t, t.TempDir())
+			id, err := m.Attach(t.Context(), KindMCP, "test", "ann")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _ := m.Get(id)
+			rules := approvals.Rules{Supervise: tt.supervise}
+			if tt.decision == "" {
+				rules.Timeout = time.Millisecond // the queue's own timer denies it
+			}
+			ap, err := m.Approver(id, rules, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := ask(t, t.Context(), ap, safetyAt("c1", injection))
+			pr := held(t, s, done)
+			if pr.Index != -1 || pr.Rule != approvals.RuleSafetyCheck || !cmp.Equal(pr.SafetyChecks, []harness.SafetyCheck{injection}) {
+				t.Errorf("permission_request = %+v, want index -1, rule safety-check and the provider's check", pr)
+			}
+			a, err := m.st.Approval(t.Context(), pr.ApprovalID)
+			if err != nil {
+				t.Fatalf("stored approval %s: %v", pr.ApprovalID, err)
+			}
+			for _, want := range []string{injection.Code, injection.Message} {
+				if !strings.Contains(string(a.Request), want) {
+					t.Errorf("stored request %s lacks %q", a.Request, want)
+				}
+			}
+			if tt.decision != "" {
+				select {
+				case got := <-done:
+					t.Fatalf("Approve() = %+v, %v before any decision, want it held", got.d, got.err)
+				default:
+				}
+				if err := m.Decide(t.Context(), pr.ApprovalID, Decision{Decision: tt.decision, Reason: "not this page"}, "ann"); err != nil {
+					t.Fatalf("Decide(%s) = %v", tt.decision, err)
+				}
+			}
+			got := <-done
+			switch {
+			case tt.wantErr == nil && got.err != nil:
+				t.Errorf("Approve() after approval = %v, want nil", got.err)
+			case tt.wantErr != nil && !errors.Is(got.err, harness.ErrDenied):
+				t.Errorf("Approve() = %v, want ErrDenied", got.err)
+			}
+			for _, want := range tt.wantErr {
+				if got.err == nil || !strings.Contains(got.err.Error(), want) {
+					t.Errorf("Approve() = %v, want it to say %q", got.err, want)
+				}
+			}
+			if a, _ := m.st.Approval(t.Context(), pr.ApprovalID); a.Status != tt.wantStore {
+				t.Errorf("stored status = %q, want %q", a.Status, tt.wantStore)
+			}
+		})
+	}
+}
+
+// A pending safety check survives a restart: it is restored with its
+// checks and no action, listed, and an asker for the same call re-attaches
+// to it.
+func TestManagerRestoreSafetyChecks(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(t.Context(), filepath.Join(dir, "spotter.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m1, err := New(Config{Store: st, Dir: dir, ApprovalTimeout: time.Hour,
+		NewDisplay: func(context.Context, Spec) (Display, error) { return nil, errors.New("none") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := m1.Attach(t.Context(), KindMCP, "test", "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m1.Get(id)
+	ap, _ := m1.Approver(id, approvals.Rules{Supervise: approvals.SuperviseNone}, nil, nil)
+	ctx, cancel := context.WithCancelCause(t.Context())
+	done := ask(t, ctx, ap, safetyAt("c1", injection))
+	pr := held(t, s, done)
+	cancel(errShutdown) // a shutdown leaves it pending
+	<-done
+	if err := m1.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	m2, err := New(Config{Store: st, Dir: dir, ApprovalTimeout: time.Hour,
+		NewDisplay: func(context.Context, Spec) (Display, error) { return nil, errors.New("none") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m2.Close(context.Background()) })
+	if err := m2.Restore(t.Context()); err != nil {
+		t.Fatalf("Restore() = %v", err)
+	}
+	got, err := m2.q.Get(pr.ApprovalID)
+	if err != nil || got.Index != -1 || got.Action.Kind != 0 || !cmp.Equal(got.SafetyChecks, []harness.SafetyCheck{injection}) {
+		t.Fatalf("restored request = %+v, %v; want index -1, no action and the check", got, err)
+	}
+	ap2, _ := m2.Approver(id, approvals.Rules{Supervise: approvals.SuperviseNone}, nil, nil)
+	done = ask(t, t.Context(), ap2, safetyAt("c1", injection))
+	if err := m2.Decide(t.Context(), pr.ApprovalID, Decision{Decision: "approve"}, "ann"); err != nil {
+		t.Fatalf("Decide(approve) = %v", err)
+	}
+	if d := <-done; d.err != nil {
+		t.Errorf("Approve() re-attached = %v, want the approval", d.err)
+	}
+	if ps := m2.q.Pending(); len(ps) != 0 {
+		t.Errorf("pending = %+v, want none", ps)
+	}
+}
+
+// A request that cannot be recorded (the store has gone) is refused in
+// words for the model; the store's error stays in the log.
+func TestManagerApprovalNotRecorded(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(t.Context(), filepath.Join(dir, "spotter.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Store: st, Dir: dir, ApprovalTimeout: time.Hour,
+		NewDisplay: func(context.Context, Spec) (Display, error) { return nil, errors.New("none") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) }) // the store is closed: Close may complain
+	id, err := m.Attach(t.Context(), KindMCP, "test", "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, _ := m.Approver(id, clickRules, nil, nil)
+	st.Close()
+	tests := []struct {
+		name string
+		r    harness.ApprovalRequest
+		want string
+	}{
+		{"safety checks", safetyAt("c1", injection), "safety checks could not be put before a human"},
+		{"action", clickAt(t, "c2", 10, 10), "this action could not be put before a human"},
+	}
+	for _, tt := range tests {
+		_, err := ap.Approve(t.Context(), tt.r)
+		if !errors.Is(err, harness.ErrDenied) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Approve(%s) with a closed store = %v, want ErrDenied saying %q", tt.name, err, tt.want)
+		}
+		for _, internal := range []string{"sql", "database", "store", "record approval request"} {
+			if err != nil && strings.Contains(err.Error(), internal) {
+				t.Errorf("Approve(%s) = %q, which shows the internal error (%q)", tt.name, err, internal)
+			}
+		}
+	}
+}
