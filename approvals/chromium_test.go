@@ -153,6 +153,8 @@ func TestGateReadsVisibleTextOnChromium(t *testing.T) {
 			approvals.RuleDelete, "Help", "Delete account"},
 		{"aria-label on a link that sends", `<a class="c" href="/send" aria-label="Read more">Send the transfer</a>`,
 			approvals.RuleSend, "Read more", "Send the transfer"},
+		{"aria-label on a submit input", `<form action="/pay" method="post"><input class="c" type="submit" value="Buy now" aria-label="Details"></form>`,
+			approvals.RulePurchase, "Details", "Buy now"},
 	}
 	d, err := cdp.Open(t.Context(), cdp.Config{})
 	if err != nil {

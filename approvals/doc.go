@@ -66,9 +66,10 @@
 // clickable <div>, a paragraph) counts when it is 40 characters or less,
 // so that a click in a paragraph that mentions paying is not a purchase.
 // The payment rule reads, besides a field's name and autocomplete, the
-// visible text of a focused element that holds no typed text. The
-// display reports no visible text for an <input>: a submit button's
-// value is read only as its accessible name, which an aria-label replaces.
+// visible text of a focused element that holds no typed text. For an
+// <input> the visible text is what it shows without typing: a button
+// input's value, an image input's alt text, a field's placeholder; a
+// typed value is never read.
 //
 // # Displays without a DOM
 //

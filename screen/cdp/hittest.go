@@ -391,11 +391,28 @@ const hitJS = `function (mode, x, y) {
 			else if (tag === "textarea") editable = !disabled && !t.readOnly;
 			else editable = !!t.isContentEditable;
 
+			// What a person sees on the element. A field's typed value is
+			// never read (it may be a password): a button input shows its
+			// value, an image input its alt text, an empty field its
+			// placeholder, a select its chosen option.
+			const visibleText = () => {
+				if (tag === "input") {
+					if (["submit", "reset", "button"].includes(inputType)) return clip(attr("value") || {submit: "Submit", reset: "Reset"}[inputType] || "");
+					if (inputType === "image") return clip(attr("alt"));
+					return clip(attr("placeholder"));
+				}
+				if (tag === "textarea") return clip(attr("placeholder"));
+				if (tag === "select") {
+					const o = t.selectedOptions && t.selectedOptions[0];
+					return o ? walkText(o, MAX_TEXT) : "";
+				}
+				return walkText(t, MAX_TEXT);
+			};
 			const out = {
 				tag, role, name: clip(name), inputType,
 				autocomplete: (tag === "input" || tag === "select" || tag === "textarea" || tag === "form") ? clip(attr("autocomplete")) : "",
 				editable,
-				text: tag === "input" || tag === "select" || tag === "textarea" ? "" : walkText(t, MAX_TEXT),
+				text: visibleText(),
 				frameUrl: inFrame || d !== document ? d.URL : "",
 			};
 			if (form) {

@@ -62,10 +62,10 @@ func TestHitTest(t *testing.T) {
 			Tag: "input", Role: "textbox", Name: "Card number", InputType: "text", Autocomplete: "cc-number",
 			Editable: true, FormAction: "https://payments.example/charge", FormMethod: "post"}},
 		{"payment field without a label", actions.Pt(40, 175), screen.Target{
-			Tag: "input", Role: "textbox", Name: "CVC", InputType: "text", Editable: true,
+			Tag: "input", Role: "textbox", Name: "CVC", InputType: "text", Editable: true, Text: "CVC",
 			FormAction: "https://payments.example/charge", FormMethod: "post"}},
 		{"pay button", actions.Pt(140, 175), screen.Target{
-			Tag: "input", Role: "button", Name: "Pay 10 €", InputType: "submit",
+			Tag: "input", Role: "button", Name: "Pay 10 €", InputType: "submit", Text: "Pay 10 €",
 			FormAction: "https://payments.example/charge", FormMethod: "post"}},
 		{"external link", actions.Pt(30, 207), screen.Target{
 			Tag: "a", Role: "link", Name: "Visit partner", Href: "https://external.example/page", LinkTarget: "_blank",
