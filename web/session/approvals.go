@@ -77,13 +77,25 @@ const (
 )
 
 // rulesOf reads a spec's approval rules: the rules document (the YAML
-// schema of package approvals, as JSON), with Supervise and Confirm on top.
-func rulesOf(spec Spec) (approvals.Rules, error) {
+// schema of package approvals, as JSON), or the server's (nil: the
+// defaults), with Supervise and Confirm on top. A document that names no
+// timeout leaves it to the server.
+func rulesOf(spec Spec, server *approvals.Rules) (approvals.Rules, error) {
 	var r approvals.Rules // the zero Rules are the defaults; Timeout 0 leaves it to the server
+	if server != nil {
+		r = *server
+		r.Rules = slices.Clone(server.Rules)
+	}
 	if len(spec.Approvals.Rules) > 0 {
 		var err error
 		if r, err = approvals.Parse(spec.Approvals.Rules); err != nil {
 			return r, bad("approvals.rules: %v", err)
+		}
+		var named map[string]json.RawMessage
+		if json.Unmarshal(spec.Approvals.Rules, &named) == nil {
+			if _, ok := named["timeout"]; !ok {
+				r.Timeout = 0
+			}
 		}
 	}
 	r.Supervise = approvals.Supervise(spec.Approvals.Supervise)

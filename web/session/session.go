@@ -66,7 +66,11 @@ type Config struct {
 	// counts as denied, unless the session's rules name a timeout; default
 	// approvals.DefaultTimeout.
 	ApprovalTimeout time.Duration
-	Logger          *slog.Logger // nil: slog.Default()
+	// Rules are the server's approval rules for sessions whose spec brings
+	// none (approvals.rules); nil: approvals.Default(). A session's
+	// supervise and confirm apply on top of either.
+	Rules  *approvals.Rules
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // Manager owns the sessions of a server.
@@ -216,7 +220,7 @@ func (m *Manager) add(s *Session) error {
 	return nil
 }
 
-func (m *Manager) rules(spec Spec) (approvals.Rules, error) { return rulesOf(spec) }
+func (m *Manager) rules(spec Spec) (approvals.Rules, error) { return rulesOf(spec, m.cfg.Rules) }
 
 // Sessions lists the stored sessions, newest first.
 func (m *Manager) Sessions(ctx context.Context) ([]store.Session, error) {
