@@ -40,18 +40,24 @@ var version = "dev"
 const usage = `spotter is a computer-use harness: a model proposes UI actions, Spotter disposes.
 
 Usage:
-  spotter version                              print the version
-  spotter run TASK.yaml [--out DIR] [--browser PATH] [--isolate containerd|local|none|auto]
-                       [--approvals flagged|all|none] [--rules FILE]
-                                               run a task file and write its trace and report;
-                                               flagged actions are asked about on a terminal,
-                                               refused without one
+  spotter run TASK.yaml [--out DIR] [--isolate containerd|local|none|auto] [--approvals flagged|all|none] [--rules FILE]
+                     run a task file and write its trace and report; flagged actions are asked
+                     about on a terminal, refused without one
   spotter run --provider P --model M --task "..." [--start-url U]
-                                               run a one-off task with a real model
-  spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N] [--isolate containerd|local|none|auto]
-                                               run a file of tasks, resumably; writes summary.json and junit.xml
+                     run a one-off task with a real model
+  spotter batch JOBS.jsonl [--parallel N] [--out DIR] [--shard I/N]
+                     run a file of tasks, resumably; writes summary.json and junit.xml
+  spotter test DIR|FILE... [--out DIR] [--junit FILE] [--replay]
+                     run QA test files (checks, baselines, replays) and write a report and JUnit
+  spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db URL] [--rules FILE]
+                     the HTTP server: sessions, the executor API, approvals, the panel, MCP at /mcp
+  spotter mcp [--http 127.0.0.1:PORT]
+                     an MCP server over stdio (or streamable HTTP) for any MCP client
+  spotter bench [--sections ...] [--json FILE]
+                     measure Spotter next to a same-run Playwright baseline
+  spotter version    print the version
 
-Run 'spotter run -h' for the flags of run.
+Run 'spotter COMMAND -h' for the flags of a command.
 `
 
 // exitError carries the process exit code.

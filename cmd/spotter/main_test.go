@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,5 +52,30 @@ func TestRunExitCodes(t *testing.T) {
 				t.Errorf("run(%q) stdout = %q, want it to contain %q", tt.args, out.String(), tt.wantOut)
 			}
 		})
+	}
+}
+
+// The help lists every command the binary dispatches, and each command's
+// own -h works.
+func TestHelpListsEveryCommand(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"--help"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"run", "batch", "test", "serve", "mcp", "bench", "version"} {
+		if !strings.Contains(out.String(), "spotter "+cmd) {
+			t.Errorf("--help does not list %q:\n%s", cmd, out.String())
+		}
+		if cmd == "version" {
+			continue
+		}
+		var o, e bytes.Buffer
+		err := run(t.Context(), []string{cmd, "-h"}, &o, &e)
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("spotter %s -h = %v", cmd, err)
+		}
+		if !strings.Contains(o.String()+e.String(), "Usage: spotter "+cmd) {
+			t.Errorf("spotter %s -h printed %q, want its usage", cmd, o.String()+e.String())
+		}
 	}
 }
