@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/approvals"
+	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/runner"
 )
 
@@ -117,6 +119,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return exitError{2, fmt.Errorf("unknown command %q", args[0])}
 }
 
+// replaceRun makes dir ready for a new run, as test runners do with their
+// output folder: a previous run there is removed (and stderr says so); a
+// folder that holds anything else is left alone and refused.
+func replaceRun(dir string, stderr io.Writer) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %w", dir, err)
+	case len(entries) == 0:
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, trace.EventsFile)); err != nil {
+		return fmt.Errorf("--out %s holds files that are not a Spotter run; name an empty or new folder", dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("--out %s: remove the previous run: %w", dir, err)
+	}
+	fmt.Fprintf(stderr, "spotter: replacing the previous run in %s\n", dir)
+	return nil
+}
+
 func versionString() string {
 	if version != "dev" {
 		return version
@@ -196,6 +221,9 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", t.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if err := replaceRun(dir, stderr); err != nil {
+		return exitError{2, err}
 	}
 	level := slog.LevelWarn
 	if *verbose {

@@ -79,3 +79,43 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// A second run into the same --out replaces the first and says so; a
+// folder that holds something else is refused and left as it is.
+func TestReplaceRun(t *testing.T) {
+	dir := t.TempDir()
+	prev := filepath.Join(dir, "run")
+	if err := os.MkdirAll(filepath.Join(prev, "shots"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"events.jsonl", "report.html", "shots/f0001.png"} {
+		if err := os.WriteFile(filepath.Join(prev, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var errOut bytes.Buffer
+	if err := replaceRun(prev, &errOut); err != nil {
+		t.Fatalf("replaceRun(a previous run) = %v", err)
+	}
+	if _, err := os.Stat(prev); !os.IsNotExist(err) || !strings.Contains(errOut.String(), "replacing the previous run") {
+		t.Errorf("the previous run is still there (%v) or stderr did not say so: %q", err, errOut.String())
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "notes.txt"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := replaceRun(other, &errOut); err == nil {
+		t.Error("replaceRun(a folder of other files) = nil, want a refusal")
+	}
+	if _, err := os.Stat(filepath.Join(other, "notes.txt")); err != nil {
+		t.Errorf("the other folder's file is gone: %v", err)
+	}
+	for _, d := range []string{filepath.Join(dir, "new"), t.TempDir()} {
+		if err := replaceRun(d, &errOut); err != nil {
+			t.Errorf("replaceRun(%s) = %v, want nil for a new or empty folder", d, err)
+		}
+	}
+}
