@@ -208,6 +208,11 @@ type Options struct {
 // is not a text field comes first, a hit-test fails), the text of a
 // display with a DOM is treated as secret. A {{NAME}} placeholder is not
 // itself secret: it is recorded as written, and its value never is.
+//
+// A secret text is redacted from then on wherever it appears, whether it
+// is ever typed or not (a denial, an expiry, a shutdown while a human
+// decides): the model wrote it, so its own conversation, which a session
+// saves and Redactor serves to redact, holds it from this turn on.
 func (e *Executor) Prepare(ctx context.Context, calls []Call) []Call {
 	out := make([]Call, len(calls))
 	var p predictor
@@ -215,8 +220,11 @@ func (e *Executor) Prepare(ctx context.Context, calls []Call) []Call {
 		if c.DecodeErr == nil && len(c.Actions) > 0 {
 			c.Actions = append([]actions.Action(nil), c.Actions...)
 			for j := range c.Actions {
-				if e.secretText(ctx, &p, c.Actions[j]) {
+				if a := c.Actions[j]; e.secretText(ctx, &p, a) {
 					c.Actions[j].Secret = true
+					if e.unveil(a.Text) == a.Text { // placeholders' values are redacted already
+						e.addSecret(a.Text)
+					}
 				}
 				p.after(c, j)
 			}

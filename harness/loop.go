@@ -237,6 +237,7 @@ type loop struct {
 	repeatStop int
 
 	steps         int
+	scrubbed      int    // secrets the model's conversation was last scrubbed of (scrub)
 	lastKey       string // repeat detection: the previous call's key
 	repeats       int    // how many times in a row lastKey was seen
 	mu            sync.Mutex
@@ -279,6 +280,7 @@ func (l *loop) run(ctx context.Context) Outcome {
 		}
 		l.steps++
 		t0 := time.Now()
+		l.scrub()
 		turn, err := l.cfg.Model.Next(ctx, l.toModel(in))
 		if err != nil {
 			l.record(trace.Event{Type: trace.TypeError, Step: l.steps, Error: err.Error()})

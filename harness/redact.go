@@ -100,6 +100,35 @@ func (r *Redactor) event(e *trace.Event) {
 	e.Raw, e.Input = r.JSON(e.Raw), r.JSON(e.Input)
 }
 
+// scrub rewrites the model's own conversation, when it is Stateful and the
+// run has learnt secrets since the last time, as a restart would restore
+// it: every secret redacted. The model's earlier calls hold what it typed
+// (a password, whether it was typed, refused or never decided), and an
+// adapter sends its whole conversation with every request; so the next
+// request, like everything else recorded, carries the mask instead. A
+// conversation that cannot be rewritten is left as it is, and logged.
+func (l *loop) scrub() {
+	sm, ok := l.cfg.Model.(Stateful)
+	if !ok {
+		return
+	}
+	r := l.exec.Redactor()
+	if len(r.values) == l.scrubbed {
+		return
+	}
+	l.scrubbed = len(r.values)
+	b, err := sm.MarshalState()
+	if err != nil {
+		l.log.Error("save the model's conversation to redact it", "err", err)
+		return
+	}
+	if red := r.JSON(b); !bytes.Equal(red, b) {
+		if err := sm.UnmarshalState(red); err != nil {
+			l.log.Error("restore the model's conversation with its secrets redacted", "err", err)
+		}
+	}
+}
+
 // toModel returns in with every secret value redacted: a page can reflect a
 // secret (in its URL, in a dialog), and the model must not see it either.
 func (l *loop) toModel(in Input) Input {
