@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -141,6 +142,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Model == "" {
 		c.Model = DefaultModel
 	}
+	// No key for OpenAI's own endpoint fails now, after the other
+	// checks, not after the retries of a request that cannot pass.
+	noKey := c.APIKey == "" && c.BaseURL == ""
 	if c.BaseURL == "" {
 		c.BaseURL = DefaultBaseURL
 	}
@@ -208,6 +212,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if noKey {
+		return c, errors.New("openai: no API key (set OPENAI_API_KEY)")
 	}
 	return c, nil
 }
