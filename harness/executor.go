@@ -540,6 +540,9 @@ func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i in
 		if d.Edit != nil {
 			ed := *d.Edit
 			ed.Secret = ed.Secret || ev.Secret
+			if ed.Secret && ed.Text == actions.SecretMask {
+				ed.Text = a.Text // the human saw the mask and kept it: the text stays the model's
+			}
 			if a, m, err = e.edited(ed, frame); err != nil {
 				return fail(err)
 			}

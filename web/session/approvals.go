@@ -283,6 +283,18 @@ func statusOf(v approvals.Verdict) (status, by, action string) {
 // onDecision stores and audits a decision before it is taken: a decision
 // that cannot be recorded is not taken.
 func (m *Manager) onDecision(r approvals.Request, v approvals.Verdict) error {
+	if v.Edit != nil && v.Edit.Secret {
+		// A human's new text for a secret field is as secret as the
+		// model's: stored, audited and shown masked. The waiter gets the
+		// real one from the queue, not from here.
+		e := v.Edit.Masked()
+		v.Edit = &e
+		if r.Verdict != nil {
+			rv := *r.Verdict
+			rv.Edit = &e
+			r.Verdict = &rv
+		}
+	}
 	status, by, action := statusOf(v)
 	d := any(map[string]string{"reason": v.Reason})
 	if by != bySystem {
