@@ -50,6 +50,22 @@ func (m *Manager) AttachRemote(ctx context.Context, kind, title, by string, rule
 	return Remote{ID: id, Approver: a, Trace: tw, OnEvent: func(e trace.Event) { s.onEvent(remoteDir, e) }}, nil
 }
 
+// closeOrphans denies the requests still pending for a call that has its
+// result: nothing waits for them any more (a call resumed after a restart
+// can end without asking again, as a secret whose text was not kept
+// does), and a person must not be asked to approve what cannot run.
+func (m *Manager) closeOrphans(session, callID string) {
+	for _, p := range m.q.Pending() {
+		if p.Session != session || p.CallID != callID {
+			continue
+		}
+		err := m.q.Decide(p.ID, approvals.Verdict{Kind: approvals.Deny, By: bySystem, Reason: "the call ended without this decision"})
+		if err != nil && !errors.Is(err, approvals.ErrDecided) && !errors.Is(err, approvals.ErrNotFound) {
+			m.log.Error("close an approval nothing waits for", "session", session, "approval", p.ID, "err", err)
+		}
+	}
+}
+
 // onRemoteCall records a call of a remote session: its tool call row, its
 // place in the history and its tool_call event, masked as recorded.
 func (s *Session) onRemoteCall(e trace.Event) {

@@ -693,6 +693,7 @@ func (s *Session) onEvent(dir string, e trace.Event) {
 		}
 	case trace.TypeResult:
 		s.onResult(dir, e)
+		s.m.closeOrphans(s.id, e.CallID)
 	}
 }
 
