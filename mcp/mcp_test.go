@@ -335,3 +335,28 @@ func TestUnknownArgumentsAreRefused(t *testing.T) {
 		t.Errorf("click with at: ran %d, error %q", n.Ran, errText)
 	}
 }
+
+// A start URL the client names is the client's navigate action: the policy
+// refuses a host it does not name (and the session is not left open), and
+// allows one it does.
+func TestOpenSessionStartURLGoesThroughThePolicy(t *testing.T) {
+	f := newFixture(t, nil)
+	cs := f.connect(t, "memory")
+	_, _, errText := call(t, cs, ToolOpenSession, map[string]any{"start_url": "https://evil.example/"})
+	if !strings.Contains(errText, "not allowed") {
+		t.Errorf("open_session off the allowlist: error %q, want the policy's refusal", errText)
+	}
+	if got := f.srv.list(); len(got) != 0 {
+		t.Errorf("sessions after a refused open = %+v, want none", got)
+	}
+	opened, _, errText := call(t, cs, ToolOpenSession, map[string]any{"start_url": "https://example.test/a"})
+	if errText != "" || opened.Session == "" {
+		t.Fatalf("open_session on the allowlist = %+v, %q", opened, errText)
+	}
+	f.mu.Lock()
+	last := f.displays[len(f.displays)-1].Performed()
+	f.mu.Unlock()
+	if len(last) != 1 || last[0].Kind != actions.Navigate || last[0].URL != "https://example.test/a" {
+		t.Errorf("the new session performed %+v, want the navigation to its start URL", last)
+	}
+}

@@ -235,19 +235,23 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if err != nil {
 		return errorResult(err), nil
 	}
-	if a.Start != "" {
-		// A URL the client picks is subject to the Policy, like navigate.
-		nav := actions.Action{Kind: actions.Navigate, URL: a.Start}
-		if err := nav.Validate(s.cfg.Limits); err != nil {
-			return errorResult(err), nil
-		}
-		if err := s.cfg.Policy.Check(nav); err != nil {
-			return errorResult(err), nil
-		}
-	}
-	se, err := s.open(ctx, a.Start)
+	se, err := s.open(ctx, "")
 	if err != nil {
 		return errorResult(err), nil
+	}
+	if a.Start != "" {
+		// A URL the client picks is the client's action, through the one
+		// path: the policy decides, approvals apply, the record has it.
+		raw, _ := json.Marshal(map[string]string{"start_url": a.Start})
+		r := se.exec.Do(ctx, harness.Call{ID: s.callID(), Name: ToolOpenSession, Space: screen.Image, Raw: raw,
+			Actions: []actions.Action{{Kind: actions.Navigate, URL: a.Start}}}, harness.Options{Actor: harness.ActorClient})
+		if r.Err != nil {
+			cerr := s.closeSession(context.WithoutCancel(ctx), se.id)
+			return errorResult(errors.Join(r.Err, cerr)), nil
+		}
+		s.mu.Lock()
+		se.url = a.Start
+		s.mu.Unlock()
 	}
 	shot, err := se.screenshot(ctx)
 	if err != nil {
@@ -278,10 +282,7 @@ func (s *Server) listSessions(ctx context.Context, req *sdk.CallToolRequest) (*s
 // turns the result into tool content. raw is the call as the client sent
 // it, for the record.
 func (s *Server) call(ctx context.Context, se *session, frameID string, batch []actions.Action, raw json.RawMessage) *sdk.CallToolResult {
-	s.mu.Lock()
-	s.seq++
-	id := fmt.Sprintf("mcp-%d", s.seq)
-	s.mu.Unlock()
+	id := s.callID()
 	for i := range batch {
 		batch[i].Secret = false // the executor decides
 	}
@@ -291,6 +292,14 @@ func (s *Server) call(ctx context.Context, se *session, frameID string, batch []
 		s.log.InfoContext(ctx, "call failed", "session", se.id, "call", id, "err", r.Err)
 	}
 	return shotResult(se.id, r)
+}
+
+// callID names a new call of this server.
+func (s *Server) callID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	return fmt.Sprintf("mcp-%d", s.seq)
 }
 
 // note is the text part of a result.
