@@ -104,9 +104,10 @@ type Executor struct {
 
 	mu       sync.Mutex // guards everything below, the trace and OnEvent
 	frames   map[string]screen.Frame
-	latest   screen.Frame   // the latest full frame a caller was sent
-	opLatest screen.Frame   // the latest full frame the operator was sent
-	cursor   *actions.Point // last pointer position, CSS px
+	latest   screen.Frame           // the latest full frame a caller was sent
+	opLatest screen.Frame           // the latest full frame the operator was sent
+	cursor   *actions.Point         // last pointer position, CSS px
+	unsure   map[unsureKey]struct{} // typed texts Prepare masked without knowing
 	redact   Redactor
 	traceErr error
 }
@@ -123,7 +124,8 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	}
 	cfg.ActionTimeout = cmp.Or(cfg.ActionTimeout, 15*time.Second)
 	cfg.InspectTimeout = cmp.Or(cfg.InspectTimeout, 3*time.Second)
-	e := &Executor{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), frames: map[string]screen.Frame{}}
+	e := &Executor{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), frames: map[string]screen.Frame{},
+		unsure: map[unsureKey]struct{}{}}
 	for name, v := range cfg.Secrets {
 		e.redact.add(v, "[secret "+name+"]")
 	}
@@ -220,11 +222,22 @@ func (e *Executor) Prepare(ctx context.Context, calls []Call) []Call {
 		if c.DecodeErr == nil && len(c.Actions) > 0 {
 			c.Actions = append([]actions.Action(nil), c.Actions...)
 			for j := range c.Actions {
-				if a := c.Actions[j]; e.secretText(ctx, &p, a) {
+				a := c.Actions[j]
+				switch e.secretText(ctx, &p, a) {
+				case secret:
 					c.Actions[j].Secret = true
 					if e.unveil(a.Text) == a.Text { // placeholders' values are redacted already
 						e.addSecret(a.Text)
 					}
+				case unsure:
+					// Recorded masked; its value joins the redacted
+					// secrets only if it goes into a secret field
+					// (typedSecret), so that a search term is not
+					// scrubbed from the model's conversation.
+					c.Actions[j].Secret = true
+					e.mu.Lock()
+					e.unsure[unsureKey{c.ID, j}] = struct{}{}
+					e.mu.Unlock()
 				}
 				p.after(c, j)
 			}
@@ -270,31 +283,46 @@ func (p *predictor) after(c Call, j int) {
 	}
 }
 
-// secretText reports whether a types text that must never be shown. p
-// holds what the turn did before it.
-func (e *Executor) secretText(ctx context.Context, p *predictor, a actions.Action) bool {
+// A verdict is what Prepare concluded about one typed text.
+type verdict uint8
+
+const (
+	clear  verdict = iota // not secret
+	secret                // secret: a password, one-time-code or payment field, a card number
+	unsure                // where the text goes cannot be foreseen; recorded masked to be safe
+)
+
+// secretText judges a's text. p holds what the turn did before it.
+func (e *Executor) secretText(ctx context.Context, p *predictor, a actions.Action) verdict {
 	switch {
 	case a.Secret:
-		return true
+		return secret
 	case a.Text == "" || (a.Kind != actions.Type && a.Kind != actions.Dialog):
-		return false
+		return clear
 	case screen.LooksLikeCard(a.Text):
-		return true
+		return secret
 	case a.Kind == actions.Dialog || e.cfg.Inspector == nil:
-		return false // a prompt dialog, or no DOM to ask
+		return clear // a prompt dialog, or no DOM to ask
 	}
 	ictx, cancel := context.WithTimeout(ctx, e.cfg.InspectTimeout)
 	defer cancel()
-	if !p.moved {
-		t, err := e.cfg.Inspector.Focused(ictx)
-		if errors.Is(err, screen.ErrUnsupported) {
-			return false // no DOM after all (a desktop behind a wrapper)
+	judge := func(t screen.Target, err error) verdict {
+		switch {
+		case errors.Is(err, screen.ErrUnsupported):
+			return clear // no DOM after all (a desktop behind a wrapper)
+		case err != nil:
+			return unsure
+		case t.SecretField():
+			return secret
 		}
-		return err != nil || t.SecretField()
+		return clear
+	}
+	if !p.moved {
+		return judge(e.cfg.Inspector.Focused(ictx))
 	}
 	k := p.click
 	if k == nil {
-		return true // a key, a tab switch, a second click: the focus is anyone's guess
+		return unsure // a key, a tab switch, a second click: the focus is anyone's guess
 	}
 	if k.hit == nil && k.err == nil {
 		k.err = errors.New("no frame")
@@ -305,15 +333,50 @@ func (e *Executor) secretText(ctx context.Context, p *predictor, a actions.Actio
 			}
 		}
 	}
-	switch {
-	case errors.Is(k.err, screen.ErrUnsupported):
-		return false
-	case k.err != nil:
+	v := judge(*cmp.Or(k.hit, &screen.Target{}), k.err)
+	if v == clear && k.err == nil && !k.hit.Editable {
+		// A click on a text field puts the focus there; a click on
+		// anything else may move it anywhere (a script, a label, a
+		// dialog opening).
+		return unsure
+	}
+	return v
+}
+
+// typedSecret reports whether the text of action i of call id, which
+// Prepare marked secret, is one for certain, or (when Prepare was unsure)
+// whether it goes into a secret field now that it is about to be typed.
+func (e *Executor) typedSecret(ctx context.Context, id string, i int) bool {
+	e.mu.Lock()
+	_, doubt := e.unsure[unsureKey{id, i}]
+	delete(e.unsure, unsureKey{id, i})
+	e.mu.Unlock()
+	if !doubt {
 		return true
 	}
-	// A click on a text field puts the focus there; a click on anything
-	// else may move it anywhere (a script, a label, a dialog opening).
-	return k.hit.SecretField() || !k.hit.Editable
+	if e.cfg.Inspector == nil {
+		return false
+	}
+	ictx, cancel := context.WithTimeout(ctx, e.cfg.InspectTimeout)
+	defer cancel()
+	t, err := e.cfg.Inspector.Focused(ictx)
+	return err == nil && t.SecretField()
+}
+
+// forgetUnsure drops what Prepare doubted about call id, once it ran.
+func (e *Executor) forgetUnsure(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.unsure {
+		if k.call == id {
+			delete(e.unsure, k)
+		}
+	}
+}
+
+type unsureKey struct {
+	call  string
+	index int
 }
 
 // frameOf returns the frame id names, or the latest.
@@ -352,6 +415,7 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 	}
 	e.recordCall(ce, c.Actions)
 
+	defer e.forgetUnsure(c.ID)
 	r := Result{CallID: c.ID, Notes: append([]string(nil), o.Notes...)}
 	if o.Refuse != nil {
 		r.Err = o.Refuse
@@ -550,7 +614,7 @@ func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i in
 			r.Notes = append(r.Notes, fmt.Sprintf("A human edited this action before it ran; it ran as %s.", describe(a)))
 		}
 	}
-	if ev.Secret && a.Kind == actions.Type {
+	if ev.Secret && a.Kind == actions.Type && (ev.Edited || e.typedSecret(ctx, c.ID, i)) {
 		e.addSecret(a.Text)
 	}
 

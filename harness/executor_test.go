@@ -215,3 +215,54 @@ func TestOperatorSkipsApprovalsNotThePolicy(t *testing.T) {
 		t.Errorf("performed %d actions, want 1", n)
 	}
 }
+
+// focusAfter is a page whose focus moves when clicked: Focused answers
+// what the last click reached, which HitTest does not foresee.
+type focusAfter struct {
+	page
+	then screen.Target
+}
+
+func (f *focusAfter) Focused(context.Context) (screen.Target, error) { return f.then, nil }
+
+// A text Prepare could not place is recorded masked; its value joins the
+// redacted secrets only when it is typed into a secret field, so that a
+// search term stays in what the model is sent.
+func TestUnsureTextIsMaskedButRedactedOnlyWhenSecret(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		then   screen.Target
+		redact bool
+	}{
+		{"it went into a search box", searchBox, false},
+		{"it went into a password field", passwordField, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const text = "laptops-or-password"
+			in := &focusAfter{then: tt.then}
+			var seen []string
+			e, err := harness.NewExecutor(harness.ExecutorConfig{Display: &screentest.Fake{}, Policy: permissive, Inspector: in,
+				OnEvent: func(ev trace.Event) { b, _ := json.Marshal(ev); seen = append(seen, string(b)) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.Screenshot(t.Context(), harness.ActorModel); err != nil {
+				t.Fatal(err)
+			}
+			// A click on a button (it opens something), then typing.
+			c := harness.Call{ID: "c1", Actions: []actions.Action{click(150, 150), typing(text)}}
+			if r := e.Do(t.Context(), c, harness.Options{}); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			for _, s := range seen {
+				if strings.Contains(s, text) {
+					t.Errorf("an unsure text was recorded: %s", s)
+				}
+			}
+			red := e.Redactor()
+			if got := red.String(text) != text; got != tt.redact {
+				t.Errorf("redacted from then on = %v, want %v", got, tt.redact)
+			}
+		})
+	}
+}
