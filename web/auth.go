@@ -1,10 +1,12 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -48,7 +50,29 @@ func unsafeMethod(m string) bool {
 // crossSite refuses requests that a browser made for another site: any
 // request marked cross-site by Sec-Fetch-Site, and any state-changing
 // request from another origin (http.CrossOriginProtection).
+//
+// It also takes a client's own provider key (HeaderProviderKey) off the
+// request, so that nothing after it can log or echo the header: PUT
+// /session gets it in its context, every other route ignores it.
 func (s *Server) crossSite(c *gin.Context) {
+	keys := c.Request.Header.Values(HeaderProviderKey)
+	c.Request.Header.Del(HeaderProviderKey)
+	if c.Request.Method+" "+c.FullPath() == "PUT /session" {
+		var key string
+		switch {
+		case len(keys) > 1:
+			abort(c, http.StatusBadRequest, HeaderProviderKey+": send it once")
+			return
+		case len(keys) == 1:
+			key = strings.TrimSpace(keys[0])
+			if !validProviderKey(key) {
+				abort(c, http.StatusBadRequest, fmt.Sprintf("%s: want the key in printable ASCII without spaces, at most %d characters",
+					HeaderProviderKey, maxProviderKey))
+				return
+			}
+		}
+		c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), creationKey{}, creation{key: key}))
+	}
 	if c.GetHeader("Sec-Fetch-Site") == "cross-site" {
 		abort(c, http.StatusForbidden, "cross-site request refused")
 		return
@@ -113,10 +137,13 @@ func actor(c *gin.Context) string { return c.GetString(ctxActor) }
 
 // login checks the token a person typed into the panel and sets the
 // cookies.
+//
+// Only wrong tokens count against the address's limit (loginLimit), and
+// the right token gets in even when the address is over it: a process that
+// shares the operator's address (any local one, or everyone behind a
+// proxy) cannot lock the operator out. A wrong token over the limit is
+// answered 429 and not audited, so a flood does not fill the audit log.
 func (s *Server) login(c *gin.Context) {
-	if !s.allow(c, loginLimit, remoteHost(c.Request), 1) {
-		return
-	}
 	tok := c.PostForm("token")
 	if tok == "" {
 		var body struct {
@@ -128,6 +155,9 @@ func (s *Server) login(c *gin.Context) {
 		tok = body.Token
 	}
 	if !equal(tok, s.token) {
+		if !s.allow(c, loginLimit, remoteHost(c.Request), 1) {
+			return
+		}
 		s.mgr.Audit(c.Request.Context(), "anonymous", "login_failed", "", "", map[string]string{"remote": remoteHost(c.Request)})
 		abort(c, http.StatusUnauthorized, "bad token")
 		return

@@ -24,10 +24,11 @@ type limit struct {
 }
 
 // The server's rate limits (docs/API.md, "Rate limits"). Decisions are
-// counted per credential, login attempts per remote address.
+// counted per credential; failed logins (wrong tokens) per remote address,
+// and a right token is never refused for them.
 var (
 	decisionLimit = limit{Name: "approval decisions", Every: 200 * time.Millisecond, Burst: 20}
-	loginLimit    = limit{Name: "login attempts", Every: 6 * time.Second, Burst: 10}
+	loginLimit    = limit{Name: "failed logins", Every: 6 * time.Second, Burst: 10}
 )
 
 // maxBuckets bounds the limiter's memory: past it, buckets that are full

@@ -61,7 +61,8 @@ func TestRateLimitDecisions(t *testing.T) {
 	}
 }
 
-// Login attempts are rate-limited per remote address, right or wrong.
+// Failed logins are rate-limited per remote address; the right token is
+// never refused for them (TestLoginFloodDoesNotLockOut has the flood).
 func TestRateLimitLogin(t *testing.T) {
 	e := newEnv(t, envOpts{fake: true})
 	for i := range 10 {
@@ -74,19 +75,27 @@ func TestRateLimitLogin(t *testing.T) {
 			t.Fatalf("login %d = %d, want 401", i, resp.StatusCode)
 		}
 	}
-	// Even the right token waits, and X-Forwarded-For does not help.
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.http.URL+"/login", strings.NewReader(`{"token":"`+testToken+`"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Forwarded-For", "203.0.113.9")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	// The next wrong token waits, and X-Forwarded-For does not help.
+	login := func(token string) (*http.Response, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.http.URL+"/login", strings.NewReader(`{"token":"`+token+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		resp.Body.Close()
+		return resp, b.String()
 	}
-	var b strings.Builder
-	_, _ = io.Copy(&b, resp.Body)
-	resp.Body.Close()
-	check429(t, "login 11", resp.StatusCode, resp.Header, b.String())
+	resp, body := login("guess-11")
+	check429(t, "wrong login 11", resp.StatusCode, resp.Header, body)
 	if len(resp.Cookies()) != 0 {
 		t.Errorf("a rate-limited login set cookies")
+	}
+	// The right token gets in all the same.
+	if resp, body := login(testToken); resp.StatusCode != http.StatusOK || len(resp.Cookies()) == 0 {
+		t.Errorf("login with the right token after the limit = %d %s (cookies %v), want 200 with cookies", resp.StatusCode, body, resp.Cookies())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -59,7 +60,7 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	s.cop = http.NewCrossOriginProtection()
 	e := gin.New()
-	e.Use(gin.Recovery(), s.crossSite)
+	e.Use(s.answer, s.crossSite)
 	e.HandleMethodNotAllowed = true
 	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
 	e.NoRoute(s.static)
@@ -144,6 +145,8 @@ func (s *Server) fail(c *gin.Context, err error) {
 		code, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, context.Canceled):
 		code, msg = 499, "request canceled"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		code, msg = http.StatusRequestTimeout, fmt.Sprintf("the request did not arrive within %v", s.cfg.HTTP.ReadTimeout)
 	default:
 		s.log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 	}
@@ -158,7 +161,7 @@ func bind(c *gin.Context, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.As(err, &mbe) || errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
 		if errors.Is(err, io.EOF) {
@@ -352,13 +355,34 @@ func (s *Server) shot(c *gin.Context) {
 	}
 	name := strings.TrimPrefix(c.Param("name"), "/")
 	clean := path.Clean(name)
-	if clean != name || strings.HasPrefix(clean, "..") || !strings.Contains(clean, "/shots/") {
-		abort(c, http.StatusNotFound, "not found")
+	ct := shotTypes[path.Ext(clean)]
+	if clean != name || strings.HasPrefix(clean, "..") || !strings.Contains(clean, "/shots/") || ct == "" {
+		abort(c, http.StatusNotFound, "no such screenshot")
 		return
 	}
+	f, err := os.Open(filepath.Join(ss.Dir(), filepath.FromSlash(clean)))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Error("open screenshot", "session", ss.ID(), "name", clean, "err", err)
+		}
+		abort(c, http.StatusNotFound, "no such screenshot")
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		abort(c, http.StatusNotFound, "no such screenshot")
+		return
+	}
+	c.Header("Content-Type", ct)
 	c.Header("Cache-Control", "private, max-age=86400, immutable")
-	c.File(filepath.Join(ss.Dir(), filepath.FromSlash(clean)))
+	c.Header("X-Content-Type-Options", "nosniff")
+	// ServeContent's own error answers (a bad Range) become JSON in answer.
+	http.ServeContent(c.Writer, c.Request, "", fi.ModTime(), f)
 }
+
+// shotTypes are the Content-Types of the screenshots a trace holds.
+var shotTypes = map[string]string{".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp"}
 
 func (s *Server) screen(c *gin.Context) {
 	ss, ok := s.session(c)

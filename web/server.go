@@ -17,15 +17,22 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -34,9 +41,9 @@ import (
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
-	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web/panel"
 	"github.com/spotter-harness/spotter/web/session"
@@ -57,7 +64,12 @@ type Config struct {
 	// runner.OpenDisplay, whose only way out is an egress proxy allowing
 	// the session's policy hosts and its start URL's host
 	// (runner.EgressFor). Nil means a Chromium process per session on the
-	// host. The Server does not close them. NewDisplay, when set, wins.
+	// host, whose requests all go through an egress proxy on the host's
+	// loopback that lets through the public internet but no internal
+	// address (loopback, private, link-local, metadata) the policy does
+	// not name exactly (runner.OpenWeb). Either way the browser does not
+	// reach the server's own address unless the policy names it. The
+	// Server does not close them. NewDisplay, when set, wins.
 	Sandboxes *runner.Sandboxes
 	Browser   string // Chromium executable; "" looks it up
 	// Getenv supplies provider keys and base URLs (nil: none).
@@ -67,7 +79,8 @@ type Config struct {
 	// configured from Getenv. image is the size of the screenshots the
 	// model is sent; tools are the session's application-side tools.
 	NewModel func(ctx context.Context, m session.ModelSpec, image screen.Size, tools []harness.ToolSpec) (harness.Model, error)
-	// NewDisplay opens a session's display; nil means Chromium (cdp.Open).
+	// NewDisplay opens a session's display; nil means Chromium, through
+	// runner.OpenDisplay (see Sandboxes).
 	NewDisplay func(ctx context.Context, d session.DisplaySpec) (session.Display, error)
 	// ApprovalTimeout is how long an approval waits for a human before it
 	// counts as a denial, unless a session's rules say otherwise; default
@@ -78,6 +91,56 @@ type Config struct {
 	Store store.Store
 	// MCP configures the MCP server mounted at /mcp.
 	MCP MCPConfig
+	// AllowBaseURLs are the model base URLs, besides each provider's
+	// official endpoint and the base URLs of Getenv (ANTHROPIC_BASE_URL,
+	// OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL), that the server sends its
+	// own provider keys to. An entry allows its origin (scheme, host and
+	// port) under its path. A session that names any other base URL must
+	// bring its own key (the X-Spotter-Provider-Key header of PUT
+	// /session); plain http is refused there unless the host is loopback.
+	AllowBaseURLs []string
+	// HTTP bounds the connections Serve accepts.
+	HTTP HTTPConfig
+}
+
+// HTTPConfig bounds the connections of Serve. Zero values are the
+// defaults. The write bound applies to Handler too.
+type HTTPConfig struct {
+	// ReadHeaderTimeout bounds the wait for a request's headers on a new
+	// connection; default 10s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, headers and body;
+	// default 60s. It ends with the body: net/http lifts it once the body
+	// is read, so it never cuts the answer.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection that sends no next
+	// request; default 60s.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of an answer (an SSE event, a
+	// flush), not the whole answer: event streams and long polls last as
+	// long as they need, and a client that stops reading is cut off.
+	// Default 30s.
+	WriteTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers; default 64 KiB.
+	MaxHeaderBytes int
+}
+
+// Defaults of HTTPConfig.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 60 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
+
+func (h HTTPConfig) withDefaults() HTTPConfig {
+	h.ReadHeaderTimeout = cmp.Or(h.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	h.ReadTimeout = cmp.Or(h.ReadTimeout, DefaultReadTimeout)
+	h.IdleTimeout = cmp.Or(h.IdleTimeout, DefaultIdleTimeout)
+	h.WriteTimeout = cmp.Or(h.WriteTimeout, DefaultWriteTimeout)
+	h.MaxHeaderBytes = cmp.Or(h.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	return h
 }
 
 // MCPConfig configures the MCP server (package mcp, streamable HTTP) that
@@ -118,6 +181,11 @@ type Server struct {
 
 	mcp  *mcp.Server
 	mcpH http.Handler // mcp's streamable HTTP handler, which holds the MCP sessions
+
+	allowed []*url.URL // Config.AllowBaseURLs (models.go)
+
+	selfMu sync.Mutex
+	self   []netip.AddrPort // the addresses Serve listens on, which sessions' browsers may not reach
 }
 
 // New opens the store, restores the stored sessions (resuming those that
@@ -129,7 +197,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("web: data directory: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), token: cfg.Token, st: cfg.Store}
+	cfg.HTTP = cfg.HTTP.withDefaults()
+	allowed, err := parseBaseURLs(cfg.AllowBaseURLs)
+	if err != nil {
+		return nil, fmt.Errorf("web: AllowBaseURLs: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), token: cfg.Token, st: cfg.Store, allowed: allowed}
 	if s.token == "" {
 		var b [24]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -152,7 +225,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			getenv = func(string) string { return "" }
 		}
 		newModel = func(ctx context.Context, m session.ModelSpec, image screen.Size, tools []harness.ToolSpec) (harness.Model, error) {
-			return defaultModel(m, image, tools, getenv, s.log)
+			env, err := s.modelEnv(ctx, m, getenv)
+			if err != nil {
+				return nil, err
+			}
+			return defaultModel(m, image, tools, env, s.log)
 		}
 	}
 	newDisplay := s.opener()
@@ -204,9 +281,19 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 
 // Serve serves on ln until ctx is done, then shuts the HTTP server down
 // (open streams are cut after 10 seconds). It does not close the sessions:
-// Close does.
+// Close does. Sessions' browsers cannot reach ln's address unless their
+// policy names it.
+//
+// A connection must send its request's headers within ReadHeaderTimeout,
+// the rest of the request within ReadTimeout, and a kept-alive one its
+// next request within IdleTimeout. There is no whole-answer write
+// timeout, which would cut event streams and long polls: each write is
+// bounded instead (WriteTimeout), by the handler.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second,
+	s.listening(ln.Addr())
+	h := s.cfg.HTTP
+	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+		IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return ctx }} // streams end with ctx
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -236,28 +323,84 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // opener returns how sessions open their displays: Config.NewDisplay, a
-// sandboxed browser (Config.Sandboxes), or a browser on the host.
+// sandboxed browser (Config.Sandboxes), or a browser on the host behind
+// an egress proxy that refuses internal addresses the session's policy
+// does not name (runner.OpenWeb). Neither kind of browser reaches the
+// server's own address unless the policy names it.
 func (s *Server) opener() func(context.Context, session.Spec) (session.Display, error) {
 	cfg := s.cfg
-	switch {
-	case cfg.NewDisplay != nil:
+	if cfg.NewDisplay != nil {
 		return func(ctx context.Context, sp session.Spec) (session.Display, error) {
 			return cfg.NewDisplay(ctx, sp.Display)
 		}
-	case cfg.Sandboxes != nil:
-		return func(ctx context.Context, sp session.Spec) (session.Display, error) {
-			var hosts []string
-			if sp.Policy != nil {
-				hosts = sp.Policy.Hosts
-			}
-			return runner.OpenDisplay(ctx, runner.DisplayRequest{Viewport: sp.Display.Size(), DPR: sp.Display.DPR,
-				Browser: cfg.Browser, StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes,
-				Egress: runner.EgressFor(hosts, sp.StartURL), Logger: s.log})
-		}
 	}
 	return func(ctx context.Context, sp session.Spec) (session.Display, error) {
-		return cdp.Open(ctx, cdp.Config{Exec: cfg.Browser, Viewport: sp.Display.Size(), DPR: sp.Display.DPR, Logger: s.log})
+		var hosts []string
+		if sp.Policy != nil {
+			hosts = sp.Policy.Hosts
+		}
+		req := runner.DisplayRequest{Viewport: sp.Display.Size(), DPR: sp.Display.DPR, Browser: cfg.Browser,
+			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Logger: s.log}
+		if cfg.Sandboxes != nil {
+			req.Egress = runner.EgressFor(hosts, sp.StartURL)
+			req.Egress.Deny = s.selfDeny(req.Egress.Allow)
+		} else {
+			p := runner.OpenWeb(hosts, sp.StartURL)
+			p.Deny = s.selfDeny(p.Allow)
+			req.HostEgress = &p
+		}
+		return runner.OpenDisplay(ctx, req)
 	}
+}
+
+// listening records an address Serve listens on.
+func (s *Server) listening(a net.Addr) {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return // not TCP: nothing a browser could reach
+	}
+	s.selfMu.Lock()
+	s.self = append(s.self, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+	s.selfMu.Unlock()
+}
+
+// selfDeny returns egress Deny entries for the public addresses the
+// server listens on (every interface's, for an unspecified address),
+// leaving out those allow names exactly. Internal addresses (loopback,
+// private, link-local) need no entry: the proxy refuses them unless an
+// Allow entry names them exactly.
+func (s *Server) selfDeny(allow []string) []string {
+	s.selfMu.Lock()
+	self := slices.Clone(s.self)
+	s.selfMu.Unlock()
+	var addrs []netip.AddrPort
+	for _, ap := range self {
+		if !ap.Addr().IsUnspecified() {
+			addrs = append(addrs, ap)
+			continue
+		}
+		ifs, err := net.InterfaceAddrs()
+		if err != nil {
+			s.log.Warn("list interface addresses", "err", err)
+			continue
+		}
+		for _, ia := range ifs {
+			if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().Zone() == "" {
+				addrs = append(addrs, netip.AddrPortFrom(p.Addr().Unmap(), ap.Port()))
+			}
+		}
+	}
+	var deny []string
+	for _, ap := range addrs {
+		if egress.Internal(ap.Addr()) {
+			continue
+		}
+		e := ap.String()
+		if !slices.Contains(allow, e) && !slices.Contains(deny, e) {
+			deny = append(deny, e)
+		}
+	}
+	return deny
 }
 
 // newMCP builds the MCP server mounted at /mcp: each of its sessions has a
@@ -307,4 +450,130 @@ func (s *Server) closeStore() error {
 		return s.st.Close()
 	}
 	return nil
+}
+
+// answer is the first handler of every request. It answers a panic with a
+// JSON 500, bounds each write of the answer (HTTPConfig.WriteTimeout), and
+// turns every error answer that is not JSON (net/http's, gin's, a
+// dependency's http.Error) into {"error": "..."}.
+func (s *Server) answer(c *gin.Context) {
+	w := &answerWriter{ResponseWriter: c.Writer, rc: http.NewResponseController(c.Writer), timeout: s.cfg.HTTP.WriteTimeout}
+	c.Writer = w
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic", "method", c.Request.Method, "path", c.FullPath(), "panic", v, "stack", string(debug.Stack()))
+			if w.ResponseWriter.Written() {
+				panic(http.ErrAbortHandler) // cut the answer short: the client sees it break
+			}
+			w.fail(http.StatusInternalServerError, "internal error")
+			c.Abort()
+		}
+		w.finish()
+	}()
+	c.Next()
+}
+
+// answerWriter is the ResponseWriter of every request (see answer). An
+// error answer whose Content-Type is not JSON is held back until the
+// handler returns, and then written as {"error": its first line}.
+type answerWriter struct {
+	gin.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	held    bool   // an error answer that is not JSON, for finish
+	text    []byte // what the handler wrote of it, clipped
+}
+
+// hold reports whether what is written now belongs to a held error answer.
+func (w *answerWriter) hold() bool {
+	if !w.held && !w.ResponseWriter.Written() && w.ResponseWriter.Status() >= 400 && !isJSON(w.Header().Get("Content-Type")) {
+		w.held = true
+	}
+	return w.held
+}
+
+// deadline bounds the next write.
+func (w *answerWriter) deadline() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	if w.hold() {
+		w.keep(b)
+		return len(b), nil
+	}
+	w.deadline()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *answerWriter) WriteString(s string) (int, error) {
+	if w.hold() {
+		w.keep([]byte(s))
+		return len(s), nil
+	}
+	w.deadline()
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *answerWriter) WriteHeaderNow() {
+	if w.hold() {
+		return
+	}
+	w.deadline()
+	w.ResponseWriter.WriteHeaderNow()
+}
+
+func (w *answerWriter) Flush() {
+	if w.hold() {
+		return
+	}
+	w.deadline()
+	w.ResponseWriter.Flush()
+}
+
+func (w *answerWriter) Written() bool { return w.held || w.ResponseWriter.Written() }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+const maxHeldText = 512
+
+func (w *answerWriter) keep(b []byte) {
+	if room := maxHeldText - len(w.text); room > 0 {
+		w.text = append(w.text, b[:min(len(b), room)]...)
+	}
+}
+
+// fail replaces the answer with a JSON error; none of it went out yet.
+func (w *answerWriter) fail(code int, msg string) {
+	w.held, w.text = true, []byte(msg)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// finish writes a held error answer as JSON.
+func (w *answerWriter) finish() {
+	if !w.held {
+		return
+	}
+	w.held = false
+	code := w.ResponseWriter.Status()
+	msg, _, _ := strings.Cut(strings.TrimSpace(strings.ToValidUTF8(string(w.text), "")), "\n")
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		msg = strings.ToLower(http.StatusText(code))
+	}
+	b, _ := json.Marshal(gin.H{"error": msg})
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.deadline()
+	_, _ = w.ResponseWriter.Write(b)
+}
+
+// isJSON reports whether a Content-Type is JSON.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }

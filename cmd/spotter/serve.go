@@ -16,6 +16,13 @@ import (
 	"github.com/spotter-harness/spotter/web"
 )
 
+// serveIsolateHelp is --isolate's help for serve, whose none still keeps
+// browsers off internal addresses.
+const serveIsolateHelp = "where sessions' browsers run: containerd (a sandbox per session), local (a host browser behind " +
+	"the egress proxy, which allows only the session's hosts), none (a host browser behind the egress proxy, which allows " +
+	"the public internet but no loopback, private or link-local address the session's hosts do not name), or auto " +
+	"(containerd when its daemon's socket exists, else local)"
+
 // serveCmd runs `spotter serve`: the HTTP API, the approval panel and the
 // supervised sessions, until ctx is done (SIGINT, SIGTERM).
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -25,7 +32,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	data := fs.String("data", "spotter-data", "data directory: the SQLite database and the sessions' screenshots")
 	db := fs.String("db", "", "database DSN: a postgres:// URL (default: SQLite in --data)")
 	token := fs.String("token", "", "the API and panel token (default: $SPOTTER_TOKEN, or a random one printed at start)")
-	isolation := fs.String("isolate", "none", isolateHelp)
+	isolation := fs.String("isolate", "auto", serveIsolateHelp)
 	memory := fs.Uint64("memory", 0, "each sandbox's memory limit in MiB (containerd; 0: isolate's default)")
 	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
@@ -34,8 +41,18 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. Agent and executor sessions "+
 		"bring their own rules in their spec (approvals.rules)")
 	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
+	var allowBase []string
+	fs.Func("allow-base-url", "a model base URL (http(s)://host[:port][/path]) the server may send its own provider keys to, "+
+		"besides each provider's official endpoint and the *_BASE_URL variables; repeatable. A session naming any other "+
+		"base URL must send its own key (header "+web.HeaderProviderKey+")", func(v string) error {
+		if err := web.CheckBaseURL(v); err != nil {
+			return err
+		}
+		allowBase = append(allowBase, v)
+		return nil
+	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T] [--rules FILE]")
+		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T] [--rules FILE] [--isolate auto] [--allow-base-url URL]...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -79,7 +96,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer sbx.Close(context.WithoutCancel(ctx))
 	}
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
-		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout,
+		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, AllowBaseURLs: allowBase,
 		MCP: web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}})
 	cancel()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -131,6 +132,12 @@ type DisplayRequest struct {
 	Sandbox isolate.Config
 	// Egress is what the sandbox may reach; see EgressFor.
 	Egress egress.Policy
+	// HostEgress, for a browser on the host (Sandboxes nil), sends every
+	// request of the browser, loopback included, through an egress proxy
+	// on the host's loopback that enforces this policy: the proxy of
+	// isolate/local, with Sandbox's name and OnDecision. OpenWeb is the
+	// policy of `spotter serve --isolate none`. Nil means no proxy.
+	HostEgress *egress.Policy
 	// OnDecision, if not nil, receives each egress decision, from the
 	// proxy's goroutines.
 	OnDecision func(egress.Decision)
@@ -216,18 +223,30 @@ func openDisplay(ctx context.Context, req DisplayRequest, start func(context.Con
 // display.
 func startInner(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error) {
 	cfg := cdp.Config{Exec: req.Browser, Viewport: req.Viewport, DPR: req.DPR, Logger: req.Logger}
-	if req.Sandboxes == nil {
+	sc := req.Sandbox
+	var sb isolate.Sandbox
+	switch {
+	case req.Sandboxes == nil && req.HostEgress == nil:
 		cd, err := cdp.Open(ctx, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
 		return cd, nil, nil
-	}
-	sc := req.Sandbox
-	sc.Egress, sc.OnDecision = req.Egress, req.OnDecision
-	sb, err := req.Sandboxes.Start(ctx, sc)
-	if err != nil {
-		return nil, nil, err
+	case req.Sandboxes == nil:
+		// The local backend's proxy, which is all a host browser gets.
+		sc.Egress, sc.OnDecision = *req.HostEgress, req.OnDecision
+		sc.Logger = cmp.Or(sc.Logger, req.Logger)
+		lsb, err := local.Start(ctx, sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		sb = lsb
+	default:
+		sc.Egress, sc.OnDecision = req.Egress, req.OnDecision
+		var err error
+		if sb, err = req.Sandboxes.Start(ctx, sc); err != nil {
+			return nil, nil, err
+		}
 	}
 	id, err := isolate.Open(ctx, sb, cfg)
 	if err != nil {
@@ -484,6 +503,19 @@ func sentinels(err error) []error {
 		errs = append(errs, isolate.ErrOOM)
 	}
 	return errs
+}
+
+// OpenWeb is the egress policy of a browser on the host under `spotter
+// serve --isolate none`: every public host on every port ("*"), but no
+// internal address (loopback, private, link-local such as the cloud
+// metadata service 169.254.169.254) unless the policy's hosts or the start
+// URL's host name it exactly (see EgressFor and egress.Policy).
+func OpenWeb(hosts []string, startURL string) egress.Policy {
+	p := EgressFor(hosts, startURL)
+	if !slices.Contains(p.Allow, "*") {
+		p.Allow = append([]string{"*"}, p.Allow...)
+	}
+	return p
 }
 
 // EgressFor is the egress policy of a task: the policy's navigation hosts

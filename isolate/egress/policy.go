@@ -29,7 +29,8 @@ type Policy struct {
 	// Allow lists the hosts the sandbox may reach.
 	Allow []string `yaml:"allow,omitempty" json:"allow,omitempty"`
 	// Deny lists hosts refused even when Allow matches. An entry without
-	// a port denies every port.
+	// a port denies every port. An IP address also refuses every name that
+	// resolves to it (the check runs on the address dialed).
 	Deny []string `yaml:"deny,omitempty" json:"deny,omitempty"`
 }
 
@@ -175,6 +176,19 @@ func (r rules) decide(host, port string) verdict {
 	return v
 }
 
+// deniesAddr returns the Deny entry that names the address a connection
+// is about to reach, by IP address: a name that resolves to a denied
+// address is refused like the address itself.
+func (r rules) deniesAddr(ap netip.AddrPort) (string, bool) {
+	host, port := ap.Addr().Unmap().String(), strconv.Itoa(int(ap.Port()))
+	for _, pat := range r.deny {
+		if _, err := netip.ParseAddr(pat.host); err == nil && !pat.any && pat.denies(host, port) {
+			return pat.raw, true
+		}
+	}
+	return "", false
+}
+
 // hostPort shows host with its port, leaving out ports 80 and 443.
 func hostPort(host, port string) string {
 	if port == "80" || port == "443" || port == "" {
@@ -202,6 +216,11 @@ func normHost(h string) (string, error) {
 	}
 	return strings.TrimSuffix(ascii, "."), nil
 }
+
+// Internal reports whether a is an internal address (loopback, private,
+// link-local, unspecified, multicast or carrier-grade NAT), which only an
+// exact Allow entry reaches.
+func Internal(a netip.Addr) bool { return internal(a) }
 
 // internal reports whether a is an address only an exact Allow entry may
 // reach.

@@ -353,19 +353,24 @@ func (p *Proxy) record(d Decision) {
 type exactKey struct{}
 
 // internalError refuses a connection to an internal address that only an
-// exact Allow entry may reach.
+// exact Allow entry may reach, or to an address a Deny entry names.
 type internalError struct {
 	host string
 	addr netip.Addr
+	deny string // the Deny entry that names addr, if that is why
 }
 
 func (e *internalError) Error() string {
+	if e.deny != "" {
+		return fmt.Sprintf("%s resolves to %s, which is in this session's denylist (%s)", e.host, e.addr, e.deny)
+	}
 	return fmt.Sprintf("%s resolves to %s, an internal address, which only an exact allowlist entry reaches (not \"*\" or \"*.domain\")", e.host, e.addr)
 }
 
 // dial connects to addr, refusing internal addresses unless the request's
-// Allow entry was exact. The check runs on the address actually dialed, after
-// name resolution, so a name cannot be re-pointed between check and use.
+// Allow entry was exact, and addresses a Deny entry names. The check runs
+// on the address actually dialed, after name resolution, so a name cannot
+// be re-pointed between check and use.
 func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	exact, _ := ctx.Value(exactKey{}).(bool)
 	host, _, _ := net.SplitHostPort(addr)
@@ -378,6 +383,9 @@ func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error
 			}
 			if internal(ap.Addr()) && !exact {
 				return &internalError{host: host, addr: ap.Addr().Unmap()}
+			}
+			if rule, ok := p.rules.deniesAddr(ap); ok {
+				return &internalError{host: host, addr: ap.Addr().Unmap(), deny: rule}
 			}
 			return nil
 		},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -275,6 +276,10 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 		return nil, err
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		// The browser gets only the variables it needs (BrowserEnv), never
+		// the tokens and provider keys of the process that starts it.
+		chromedp.NoInheritEnv,
+		chromedp.Env(BrowserEnv(os.Environ())...),
 		chromedp.ExecPath(path),
 		chromedp.Headless,
 		chromedp.DisableGPU,
@@ -337,6 +342,43 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
 	return b, nil
+}
+
+// browserVars are the environment variables a browser keeps (BrowserEnv);
+// a trailing "*" matches any suffix.
+var browserVars = []string{
+	"PATH", "HOME", "TMPDIR", "USER", "LOGNAME",
+	"LANG", "LANGUAGE", "LC_*", "TZ",
+	"FONTCONFIG_FILE", "FONTCONFIG_PATH", "FONTCONFIG_SYSROOT",
+	"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_CONFIG_DIRS", "XDG_DATA_DIRS", "XDG_RUNTIME_DIR",
+	"DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
+	"CHROME_DEVEL_SANDBOX",
+}
+
+// BrowserEnv returns the part of environ (KEY=value entries, as
+// os.Environ returns them) that a browser is started with: the search
+// path, home, temporary directory, user, locale, time zone, fonts, XDG
+// directories and display. Everything else stays out, tokens and provider
+// keys (SPOTTER_TOKEN, ANTHROPIC_API_KEY, ...) and proxy settings
+// included. TMPDIR is always set, to os.TempDir() if environ has none.
+func BrowserEnv(environ []string) []string {
+	var out []string
+	tmp := false
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !slices.ContainsFunc(browserVars, func(v string) bool {
+			p, wild := strings.CutSuffix(v, "*")
+			return k == v || wild && strings.HasPrefix(k, p)
+		}) {
+			continue
+		}
+		tmp = tmp || k == "TMPDIR"
+		out = append(out, kv)
+	}
+	if !tmp {
+		out = append(out, "TMPDIR="+os.TempDir())
+	}
+	return out
 }
 
 // parseFlags turns "--name=value" and "--name" into allocator options.

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/web"
+)
+
+// serve's flags: --isolate defaults to auto, as run's does, and
+// --allow-base-url takes http(s) URLs only, checked before anything starts.
+func TestServeFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := serveCmd(t.Context(), []string{"-h"}, &out, &errOut); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("serve -h = %v, want flag.ErrHelp", err)
+	}
+	help := errOut.String()
+	for _, want := range []string{"-isolate string", `(default "auto")`, "-allow-base-url", web.HeaderProviderKey} {
+		if !strings.Contains(help, want) {
+			t.Errorf("serve -h lacks %q:\n%s", want, help)
+		}
+	}
+	for _, bad := range []string{"ftp://models.example", "https://user:pw@models.example", "models.example", "https://models.example/?k=v"} {
+		errOut.Reset()
+		err := serveCmd(t.Context(), []string{"--allow-base-url", bad, "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, &out, &errOut)
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(errOut.String(), "allow-base-url") {
+			t.Errorf("serve --allow-base-url %q = %v (stderr %q), want exit 2 naming the flag", bad, err, errOut.String())
+		}
+	}
+}
+
+// startServe runs serveCmd in this process until the test ends, and
+// returns its base URL.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() {
+		err := serveCmd(ctx, append([]string{"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--isolate", "none"}, args...), pw, &stderr)
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v\n%s", err, stderr.String())
+		}
+	})
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "spotter: listening on "); ok {
+				listening <- u
+			}
+		}
+		close(listening)
+	}()
+	select {
+	case u, ok := <-listening:
+		if !ok {
+			t.Fatalf("serve exited before listening")
+		}
+		return u
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not listen within 60s")
+	}
+	return ""
+}
+
+// `spotter serve` sends its ANTHROPIC_API_KEY to a base URL a session
+// names only when --allow-base-url allows it; otherwise the session is
+// refused with the reason and the endpoint receives nothing.
+func TestServeAllowBaseURL(t *testing.T) {
+	const key = "sk-ant-server-serve-test-0123456789"
+	t.Setenv("ANTHROPIC_API_KEY", key)
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	t.Setenv("SPOTTER_TOKEN", "serve-test-token-0123456789")
+	create := func(base, modelURL string) (int, string) {
+		body, _ := json.Marshal(map[string]any{
+			"messages": []map[string]any{{"role": "user", "content": "Say done."}},
+			"model":    map[string]any{"provider": "anthropic", "name": "claude-sonnet-4-5", "base_url": modelURL},
+			"display":  map[string]any{"width": 800, "height": 600},
+		})
+		req, _ := http.NewRequestWithContext(t.Context(), "PUT", base+"/session", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer serve-test-token-0123456789")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	refused := anthropictest.NewServer(t)
+	base := startServe(t)
+	if code, body := create(base, refused.URL); code != http.StatusBadRequest || !strings.Contains(body, "--allow-base-url") {
+		t.Errorf("PUT /session naming %s = %d %s, want 400 with the reason", refused.URL, code, body)
+	}
+	if n := len(refused.Requests()); n != 0 {
+		t.Errorf("the endpoint that was not allowed received %d requests, want none", n)
+	}
+
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("SPOTTER_INTEGRATION=1 runs the allowed session (a real Chromium)")
+	}
+	allowed := anthropictest.NewServer(t, anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("Done.")}})
+	base = startServe(t, "--allow-base-url", allowed.URL)
+	if code, body := create(base, allowed.URL); code != http.StatusOK || !strings.Contains(body, "end_turn") {
+		t.Fatalf("PUT /session naming the allowed %s = %d %s, want a turn to end_turn", allowed.URL, code, body)
+	}
+	reqs := allowed.Requests()
+	if len(reqs) != 1 || reqs[0].Header.Get("X-Api-Key") != key {
+		t.Errorf("the allowed endpoint received %d requests (key of the first %q), want 1 with the server's key", len(reqs), firstKey(reqs))
+	}
+}
+
+func firstKey(reqs []anthropictest.Request) string {
+	if len(reqs) == 0 {
+		return ""
+	}
+	return reqs[0].Header.Get("X-Api-Key")
+}
