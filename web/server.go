@@ -86,6 +86,10 @@ type Config struct {
 	// counts as a denial, unless a session's rules say otherwise; default
 	// approvals.DefaultTimeout.
 	ApprovalTimeout time.Duration
+	// Rules are the approval rules of sessions whose spec brings none
+	// (spotter serve --rules); nil: approvals.Default(). MCP.Rules are the
+	// MCP sessions'.
+	Rules *approvals.Rules
 	// Store, when set, is used instead of opening DB; the Server does not
 	// close it.
 	Store store.Store
@@ -241,6 +245,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		},
 		NewDisplay:      newDisplay,
 		ApprovalTimeout: cfg.ApprovalTimeout,
+		Rules:           cfg.Rules,
 		Logger:          s.log,
 	})
 	if err != nil {

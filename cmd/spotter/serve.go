@@ -37,9 +37,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
 	timeout := fs.Duration("approval-timeout", 0, "how long an approval waits for a human before it counts as denied (default 5m)")
-	rulesFile := fs.String("rules", "", "approval rules for the MCP sessions at /mcp: a YAML file in the schema of package approvals "+
-		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. Agent and executor sessions "+
-		"bring their own rules in their spec (approvals.rules)")
+	rulesFile := fs.String("rules", "", "the server's approval rules: a YAML file in the schema of package approvals "+
+		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
+		"at /mcp and to every session whose spec brings no rules of its own (approvals.rules)")
 	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
 	var allowBase []string
 	fs.Func("allow-base-url", "a model base URL (http(s)://host[:port][/path]) the server may send its own provider keys to, "+
@@ -62,6 +62,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
 	var mcpRules approvals.Rules // the zero Rules are the defaults
+	var serverRules *approvals.Rules
 	if *rulesFile != "" {
 		var err error
 		if mcpRules, err = runner.LoadRules(*rulesFile); err != nil {
@@ -70,6 +71,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *timeout > 0 {
 			mcpRules.Timeout = *timeout // the command line over the file
 		}
+		serverRules = &mcpRules
 	}
 	tok := *token
 	if tok == "" {
@@ -96,7 +98,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer sbx.Close(context.WithoutCancel(ctx))
 	}
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
-		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, AllowBaseURLs: allowBase,
+		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		MCP: web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}})
 	cancel()
 	if err != nil {
