@@ -20,6 +20,11 @@
 //     (supplied by the caller through Options.Server).
 //   - tokens: image bytes and estimated image tokens per step under each
 //     provider's size rule, against a full-resolution screenshot.
+//   - context: a scripted 50-step task through each provider adapter
+//     against its fake endpoint, once per context strategy (Spotter's
+//     policy, every screenshot every time, the provider's reference
+//     implementation's), with the billed-equivalent input tokens, bytes and
+//     largest request of each (context.go, contextcost.go).
 //
 // docs/PERFORMANCE.md has the method and the numbers.
 package bench
@@ -41,7 +46,7 @@ import (
 )
 
 // Sections lists the sections in the order they run.
-var Sections = []string{"tokens", "capture", "step", "concurrency", "sandbox", "server"}
+var Sections = []string{"tokens", "context", "capture", "step", "concurrency", "sandbox", "server"}
 
 // viewportPt is the viewport of every page, as a point for scaling.
 var viewportPt = actions.Pt(1280, 800)
@@ -104,6 +109,9 @@ type Figure struct {
 	Target string `json:"target,omitempty"`
 	Met    *bool  `json:"met,omitempty"`
 	Note   string `json:"note,omitempty"`
+	// ContextCost, in the context section, adds its fields to the
+	// figure's JSON line.
+	*ContextCost
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -159,6 +167,8 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 		switch name {
 		case "tokens":
 			err = r.tokens(ctx)
+		case "context":
+			err = r.contextSection(ctx)
 		case "capture":
 			err = r.capture(ctx)
 		case "step":

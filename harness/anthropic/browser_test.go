@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestBrowserTool(t *testing.T) {
 
 	var in harness.Input
 	for i, c := range turn.Calls {
-		r := harness.Result{CallID: c.ID, Shot: shot(t, "f2", 2), Ran: 1}
+		r := harness.Result{CallID: c.ID, Shot: shot(t, fmt.Sprintf("f%d", i+2), uint8(i+2)), Ran: 1}
 		if i == 0 {
 			r.Notes = []string{"tabs: 0 Shop (active), 1 Upload"}
 		}

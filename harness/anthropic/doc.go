@@ -35,8 +35,15 @@
 //   - A failed call is answered with is_error and text; its screenshot is
 //     attached only when some of its actions ran (the screen may have
 //     changed), so a call that never ran costs no image tokens.
-//   - Prompt caching: cache_control on the tool, on the system prompt, and on
-//     the last block of the newest user message.
+//   - Config.Context (package ctxpolicy) decides which screenshots go in
+//     full: the newest few; older ones become a placeholder text block, a
+//     chunk at a time; a screenshot identical to the last one sent is
+//     replaced by words saying the screen did not change.
+//   - Prompt caching: cache_control on the tool, on the system prompt, on
+//     the last block of the newest user message, and, once screenshots
+//     have been replaced, on the block before the oldest one still sent:
+//     that prefix stays the same until the next chunk is replaced, which
+//     then reads it from the cache and writes only what follows.
 //
 // # Application-side tools
 //
@@ -63,10 +70,10 @@
 // # Saved state
 //
 // Model implements harness.Stateful. MarshalState saves the messages (as
-// the Messages API params, base64 screenshots included: the state grows by
-// about 4/3 of each screenshot sent, since this adapter sends every
-// screenshot again on each request), the pending calls, a paused turn and
-// the pointer position; no API key. UnmarshalState into a Model of the same
+// the Messages API params, as the next request sends them: the screenshots
+// still sent in full as base64, about 4/3 of their bytes, older ones
+// already replaced), the pending calls, a paused turn, the pointer position
+// and what Config.Context goes by; no API key. UnmarshalState into a Model of the same
 // model and tool version continues the conversation: its next request is
 // byte for byte the one the saving Model would have sent.
 //

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/internal/browsertool"
 	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
@@ -77,6 +78,12 @@ type Config struct {
 	// answered like a computer call (text and a fresh screenshot). Off by
 	// default: only a browser display can run these actions.
 	Browser bool
+	// Context says which screenshots each request carries in full (the
+	// newest few; older ones become a placeholder, replaced a chunk at a
+	// time so that the prompt cache keeps matching) and whether an
+	// unchanged screenshot is sent again. The zero value is
+	// ctxpolicy's default.
+	Context ctxpolicy.Policy
 
 	System     string       // default DefaultSystem
 	MaxTokens  int          // default DefaultMaxTokens
@@ -132,7 +139,8 @@ type Model struct {
 	// content so far, which is not in history.
 	isPaused bool
 	paused   []anthropic.BetaContentBlockUnion
-	cursor   *actions.Point // the pointer in image pixels, if known
+	cursor   *actions.Point   // the pointer in image pixels, if known
+	win      ctxpolicy.Window // the images history holds (Config.Context)
 }
 
 // pendingCall is a call waiting for its result.
@@ -161,6 +169,9 @@ func New(cfg Config) (*Model, error) {
 	cfg.MaxTokens = cmp.Or(cfg.MaxTokens, DefaultMaxTokens)
 	if cfg.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: MaxTokens %d is negative", cfg.MaxTokens)
+	}
+	if err := cfg.Context.Check(); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	cfg.MaxRetries = max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0)
@@ -283,10 +294,11 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 }
 
 func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
-	base, cursor, err := m.prepare(in)
+	base, cursor, win, err := m.prepare(in)
 	if err != nil {
 		return harness.Turn{}, err
 	}
+	replaced := win.Images > countImages(base)
 	// A paused turn is sent back as the last, assistant message, and the
 	// reply continues it.
 	content := m.paused
@@ -299,7 +311,7 @@ func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error
 		if a := assistant(content, true); len(a.Content) > 0 {
 			msgs = append(slices.Clip(base), a)
 		}
-		resp, err = m.send(ctx, msgs)
+		resp, err = m.send(ctx, msgs, replaced)
 		if err != nil {
 			return harness.Turn{}, err
 		}
@@ -309,7 +321,7 @@ func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error
 			break
 		}
 		if pauses >= m.cfg.MaxPauses {
-			m.history, m.pending, m.cursor = base, nil, cursor
+			m.history, m.pending, m.cursor, m.win = base, nil, cursor, win
 			m.isPaused, m.paused = true, content
 			m.logTurn(ctx, resp, 0, u)
 			return harness.Turn{Text: text(content), Stop: harness.StopPause, Usage: u}, nil
@@ -329,7 +341,7 @@ func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error
 		if d := resp.StopDetails; d.Explanation != "" || d.Category != "" {
 			turn.Text = strings.TrimSpace(turn.Text + fmt.Sprintf("\n[refused: %s %s]", d.Category, d.Explanation))
 		}
-		m.commit(base, nil, cursor)
+		m.commit(base, nil, cursor, win)
 		m.logTurn(ctx, resp, 0, u)
 		return turn, nil
 	default:
@@ -358,14 +370,14 @@ func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error
 		// The API refuses an empty assistant message; an empty reply is left out.
 		msgs = append(slices.Clip(base), a)
 	}
-	m.commit(msgs, pending, cursor)
+	m.commit(msgs, pending, cursor, win)
 	m.logTurn(ctx, resp, len(turn.Calls), u)
 	return turn, nil
 }
 
 // commit makes a finished turn part of the conversation.
-func (m *Model) commit(history []anthropic.BetaMessageParam, pending []pendingCall, cursor *actions.Point) {
-	m.history, m.pending, m.cursor = history, pending, cursor
+func (m *Model) commit(history []anthropic.BetaMessageParam, pending []pendingCall, cursor *actions.Point, win ctxpolicy.Window) {
+	m.history, m.pending, m.cursor, m.win = history, pending, cursor, win
 	m.isPaused, m.paused = false, nil
 }
 
@@ -465,44 +477,61 @@ func schemaObject(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // prepare builds the conversation to send for in, ending with a user
-// message, and the cursor position after the results in it.
-func (m *Model) prepare(in harness.Input) ([]anthropic.BetaMessageParam, *actions.Point, error) {
-	cursor := m.cursor
+// message, with the images Config.Context no longer keeps replaced, and
+// returns it with the cursor position after the results in it and the
+// images it holds.
+func (m *Model) prepare(in harness.Input) ([]anthropic.BetaMessageParam, *actions.Point, ctxpolicy.Window, error) {
+	msgs, cursor, win, err := m.add(in)
+	if err != nil {
+		return nil, nil, win, err
+	}
+	return replaceImages(msgs, win.Replace(m.cfg.Context, countImages(msgs))), cursor, win, nil
+}
+
+// add builds the conversation to send for in, ending with a user message.
+func (m *Model) add(in harness.Input) ([]anthropic.BetaMessageParam, *actions.Point, ctxpolicy.Window, error) {
+	cursor, win := m.cursor, m.win
 	if m.isPaused {
 		if in.Task != "" || in.Shot != nil || len(in.Results) > 0 {
-			return nil, nil, fmt.Errorf("%w: the last turn paused; send an empty Input to resume it", ErrInput)
+			return nil, nil, win, fmt.Errorf("%w: the last turn paused; send an empty Input to resume it", ErrInput)
 		}
-		return m.history, cursor, nil
+		return m.history, cursor, win, nil
 	}
 	var blocks []anthropic.BetaContentBlockParamUnion
 	switch {
 	case len(m.pending) > 0:
 		if len(in.Results) != len(m.pending) {
-			return nil, nil, fmt.Errorf("%w: %d results for the %d calls of the last turn", ErrInput, len(in.Results), len(m.pending))
+			return nil, nil, win, fmt.Errorf("%w: %d results for the %d calls of the last turn", ErrInput, len(in.Results), len(m.pending))
 		}
 		if in.Shot != nil {
-			return nil, nil, fmt.Errorf("%w: a Shot is for the first turn only; screenshots go in Results", ErrInput)
+			return nil, nil, win, fmt.Errorf("%w: a Shot is for the first turn only; screenshots go in Results", ErrInput)
 		}
 		for i, r := range in.Results {
 			p := m.pending[i]
 			if r.CallID != "" && r.CallID != p.id {
-				return nil, nil, fmt.Errorf("%w: result %d is for call %q, want %q", ErrInput, i, r.CallID, p.id)
+				return nil, nil, win, fmt.Errorf("%w: result %d is for call %q, want %q", ErrInput, i, r.CallID, p.id)
+			}
+			r, err := seen(p, r, m.cfg.Context, &win, m.cfg.Display)
+			if err != nil {
+				return nil, nil, win, fmt.Errorf("result %d (call %s): %w", i, p.id, err)
 			}
 			b, err := toolResult(p, r, m.cfg.Display)
 			if err != nil {
-				return nil, nil, fmt.Errorf("result %d (call %s): %w", i, p.id, err)
+				return nil, nil, win, fmt.Errorf("result %d (call %s): %w", i, p.id, err)
 			}
 			blocks = append(blocks, b)
 			cursor = cursorAfter(cursor, p, r)
 		}
 	case len(in.Results) > 0:
-		return nil, nil, fmt.Errorf("%w: %d results but the last turn had no calls", ErrInput, len(in.Results))
+		return nil, nil, win, fmt.Errorf("%w: %d results but the last turn had no calls", ErrInput, len(in.Results))
 	case in.Task == "" && in.Shot == nil:
-		return nil, nil, fmt.Errorf("%w: nothing to send (no task, screenshot or results)", ErrInput)
+		return nil, nil, win, fmt.Errorf("%w: nothing to send (no task, screenshot or results)", ErrInput)
+	case in.Shot != nil && checkShot(in.Shot, true, m.cfg.Display) == nil && !win.Shot(m.cfg.Context, in.Shot.Data):
+		blocks = append(blocks, anthropic.NewBetaTextBlock(ctxpolicy.Unchanged))
 	case in.Shot != nil:
 		img, err := image(in.Shot, true, m.cfg.Display)
 		if err != nil {
-			return nil, nil, fmt.Errorf("first screenshot: %w", err)
+			return nil, nil, win, fmt.Errorf("first screenshot: %w", err)
 		}
 		blocks = append(blocks, img)
 	}
@@ -515,9 +544,9 @@ func (m *Model) prepare(in harness.Input) ([]anthropic.BetaMessageParam, *action
 		// user message: add to it rather than send two in a row.
 		last := msgs[n-1]
 		last.Content = append(slices.Clip(last.Content), blocks...)
-		return append(msgs[:n-1:n-1], last), cursor, nil
+		return append(msgs[:n-1:n-1], last), cursor, win, nil
 	}
-	return append(msgs, anthropic.NewBetaUserMessage(blocks...)), cursor, nil
+	return append(msgs, anthropic.NewBetaUserMessage(blocks...)), cursor, win, nil
 }
 
 // cursorAfter returns where the pointer is after call p ran as r says.
@@ -603,12 +632,8 @@ func clientResult(p pendingCall, r harness.Result) anthropic.BetaContentBlockPar
 // image makes an image block of s. A full screenshot must have the
 // declared display size, unless display is empty.
 func image(s *screen.Shot, full bool, display screen.Size) (anthropic.BetaContentBlockParamUnion, error) {
-	if len(s.Data) == 0 {
-		return anthropic.BetaContentBlockParamUnion{}, fmt.Errorf("screenshot %s has no image data", s.Frame.ID)
-	}
-	if sent := s.Frame.Sent; full && !sent.Empty() && !display.Empty() && sent != display {
-		return anthropic.BetaContentBlockParamUnion{}, fmt.Errorf("%w: screenshot %s is %dx%d, the tool declares %dx%d",
-			ErrDisplaySize, s.Frame.ID, sent.W, sent.H, display.W, display.H)
+	if err := checkShot(s, full, display); err != nil {
+		return anthropic.BetaContentBlockParamUnion{}, err
 	}
 	return anthropic.NewBetaImageBlock(anthropic.BetaBase64ImageSourceParam{
 		Data:      base64.StdEncoding.EncodeToString(s.Data),
@@ -616,15 +641,30 @@ func image(s *screen.Shot, full bool, display screen.Size) (anthropic.BetaConten
 	}), nil
 }
 
+// checkShot says why s cannot be sent, if it cannot: no data, or a full
+// screenshot that does not have the declared display size.
+func checkShot(s *screen.Shot, full bool, display screen.Size) error {
+	if len(s.Data) == 0 {
+		return fmt.Errorf("screenshot %s has no image data", s.Frame.ID)
+	}
+	if sent := s.Frame.Sent; full && !sent.Empty() && !display.Empty() && sent != display {
+		return fmt.Errorf("%w: screenshot %s is %dx%d, the tool declares %dx%d",
+			ErrDisplaySize, s.Frame.ID, sent.W, sent.H, display.W, display.H)
+	}
+	return nil
+}
+
 // send makes one Messages request (with the SDK's retries).
-func (m *Model) send(ctx context.Context, msgs []anthropic.BetaMessageParam) (*anthropic.BetaMessage, error) {
+// replaced says that some of msgs' images have been replaced by the
+// placeholder, which moves a cache breakpoint (cacheBreakpoints).
+func (m *Model) send(ctx context.Context, msgs []anthropic.BetaMessageParam, replaced bool) (*anthropic.BetaMessage, error) {
 	params := anthropic.BetaMessageNewParams{
 		Model:     anthropic.Model(m.cfg.Model),
 		MaxTokens: int64(m.cfg.MaxTokens),
 		System: []anthropic.BetaTextBlockParam{{
 			Text: m.cfg.System, CacheControl: anthropic.NewBetaCacheControlEphemeralParam()}},
 		Tools:    m.tools,
-		Messages: cacheLastUser(msgs),
+		Messages: cacheBreakpoints(msgs, replaced),
 		Betas:    []anthropic.AnthropicBeta{anthropic.AnthropicBeta(m.version.Beta())},
 	}
 	resp, err := m.svc.New(ctx, params)
@@ -668,40 +708,6 @@ func describe(e *anthropic.Error) string {
 		s += " (request " + e.RequestID + ")"
 	}
 	return s
-}
-
-// cacheLastUser returns msgs with a cache breakpoint on the last block of
-// the last user message, so that each request reads the conversation so
-// far from the cache. msgs itself is not changed.
-func cacheLastUser(msgs []anthropic.BetaMessageParam) []anthropic.BetaMessageParam {
-	i := len(msgs) - 1
-	for i >= 0 && msgs[i].Role != anthropic.BetaMessageParamRoleUser {
-		i--
-	}
-	if i < 0 || len(msgs[i].Content) == 0 {
-		return msgs
-	}
-	out := slices.Clone(msgs)
-	content := slices.Clone(out[i].Content)
-	b := content[len(content)-1]
-	cc := anthropic.NewBetaCacheControlEphemeralParam()
-	switch {
-	case b.OfToolResult != nil:
-		c := *b.OfToolResult
-		c.CacheControl = cc
-		b = anthropic.BetaContentBlockParamUnion{OfToolResult: &c}
-	case b.OfText != nil:
-		c := *b.OfText
-		c.CacheControl = cc
-		b = anthropic.BetaContentBlockParamUnion{OfText: &c}
-	case b.OfImage != nil:
-		c := *b.OfImage
-		c.CacheControl = cc
-		b = anthropic.BetaContentBlockParamUnion{OfImage: &c}
-	}
-	content[len(content)-1] = b
-	out[i].Content = content
-	return out
 }
 
 // assistant makes the assistant message that content came in, to send

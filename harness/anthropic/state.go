@@ -9,6 +9,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 )
 
 // stateVersion is the version of the saved state's format.
@@ -26,6 +27,9 @@ type state struct {
 	// them.
 	PausedContent []json.RawMessage `json:"paused_content,omitempty"`
 	Cursor        *actions.Point    `json:"cursor,omitempty"`
+	// Window is what Config.Context needs of the conversation; a state
+	// saved without it is taken to have replaced no image.
+	Window *ctxpolicy.Window `json:"window,omitempty"`
 }
 
 type pendingState struct {
@@ -37,16 +41,18 @@ type pendingState struct {
 
 var _ harness.Stateful = (*Model)(nil)
 
-// MarshalState saves the conversation: every message sent and received
-// (screenshots included, as base64 PNG or JPEG, so the state grows by about
-// 4/3 of each screenshot's bytes per call), the calls waiting for results,
-// a paused turn, and the pointer position. It holds no API key or other
+// MarshalState saves the conversation: every message sent and received, as
+// the next request sends it (the screenshots still sent in full as base64
+// PNG or JPEG, about 4/3 of their bytes; older ones already replaced by
+// Config.Context's placeholder), the calls waiting for results, a paused
+// turn, the pointer position, and the count of images and the last
+// screenshot's hash that Config.Context goes by. It holds no API key or other
 // Config field but the model and tool names, which UnmarshalState checks.
 func (m *Model) MarshalState() ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := state{Version: stateVersion, Model: m.cfg.Model, Tool: m.version, History: m.history,
-		Paused: m.isPaused, Cursor: m.cursor}
+		Paused: m.isPaused, Cursor: m.cursor, Window: &m.win}
 	for _, p := range m.pending {
 		s.Pending = append(s.Pending, pendingState{ID: p.id, N: p.n, End: p.end, Client: p.client})
 	}
@@ -98,9 +104,16 @@ func (m *Model) UnmarshalState(b []byte) error {
 		}
 		paused = append(paused, c)
 	}
+	win := ctxpolicy.Window{Images: countImages(s.History)}
+	if s.Window != nil {
+		win = *s.Window
+	}
+	if n := countImages(s.History); win.Images < n {
+		return fmt.Errorf("anthropic: restore state: the conversation holds %d images, the state counts %d", n, win.Images)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.history, m.pending, m.cursor = s.History, pending, s.Cursor
+	m.history, m.pending, m.cursor, m.win = s.History, pending, s.Cursor, win
 	m.isPaused, m.paused = s.Paused, paused
 	return nil
 }

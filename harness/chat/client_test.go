@@ -13,6 +13,7 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/chat"
 	"github.com/spotter-harness/spotter/harness/chat/chattest"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 )
 
 var _ harness.Stateful = (*chat.Model)(nil)
@@ -23,7 +24,8 @@ var lookup = harness.ToolSpec{
 	InputSchema: json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}},"required":["ref"]}`),
 }
 
-var clientConfig = chat.Config{Model: "qwen2.5-vl-7b", APIKey: "sk-local", Tools: []harness.ToolSpec{lookup}, KeepScreenshots: 1}
+var clientConfig = chat.Config{Model: "qwen2.5-vl-7b", APIKey: "sk-local", Tools: []harness.ToolSpec{lookup},
+	Context: ctxpolicy.Policy{Keep: 1, Chunk: 2, Repeats: true}} // the same tiny screenshot each time
 
 // clientScript has a mixed parallel turn (a client call, a computer call,
 // a client call with arguments that are no JSON), a failed client call,
@@ -158,7 +160,7 @@ func TestStateRestore(t *testing.T) {
 		inputs  func() []harness.Input
 	}{
 		{"client tools", clientConfig, clientScript, clientInputs},
-		{"ui-tars", chat.Config{Model: "ui-tars-1.5-7b", KeepScreenshots: 2}, func() []chattest.Reply {
+		{"ui-tars", chat.Config{Model: "ui-tars-1.5-7b", Context: ctxpolicy.Policy{Keep: 2, Chunk: 1}}, func() []chattest.Reply {
 			return []chattest.Reply{
 				chattest.UITARS("Click.", "click(start_box='<|box_start|>(100,100)<|box_end|>')"),
 				chattest.UITARS("Scroll.", "scroll(start_box='<|box_start|>(10,10)<|box_end|>', direction='down')"),
@@ -200,7 +202,7 @@ func TestStateRestore(t *testing.T) {
 				if bytes.Contains(state, []byte("sk-local")) {
 					t.Errorf("turn %d: the state holds the API key", i)
 				}
-				if n, k := bytes.Count(state, []byte("data:image/")), max(tt.cfg.KeepScreenshots, 0); n > k {
+				if n, k := bytes.Count(state, []byte("data:image/")), tt.cfg.Context.Most(); n > k {
 					t.Errorf("turn %d: the state holds %d images, want at most %d", i, n, k)
 				}
 			}

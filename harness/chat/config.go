@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/internal/browsertool"
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -61,11 +62,11 @@ const (
 	// DefaultBaseURL is where vLLM's OpenAI-compatible server listens by
 	// default. Ollama's is "http://127.0.0.1:11434/v1/", LM Studio's
 	// "http://127.0.0.1:1234/v1/".
-	DefaultBaseURL         = "http://127.0.0.1:8000/v1/"
-	DefaultMaxTokens       = 2048
-	DefaultKeepScreenshots = 5
-	DefaultTimeout         = 5 * time.Minute
-	DefaultMaxRetries      = 4
+	DefaultBaseURL    = "http://127.0.0.1:8000/v1/"
+	DefaultMaxTokens  = 2048
+	DefaultMaxImages  = 5
+	DefaultTimeout    = 5 * time.Minute
+	DefaultMaxRetries = 4
 	// DefaultUITARSSystem is the system message UI-TARS deployments send;
 	// the instructions go in the first user message (see Config.Prompt).
 	DefaultUITARSSystem = "You are a helpful assistant."
@@ -115,12 +116,21 @@ type Config struct {
 	// Temperature is the sampling temperature. 0 (the default) sends 0,
 	// which is what computer use wants; negative leaves it to the server.
 	Temperature float64
-	// KeepScreenshots is how many of the most recent screenshots a request
-	// carries, as UI-TARS deployments keep the last 5; older images are
-	// left out (their text stays). 0 means DefaultKeepScreenshots,
-	// negative keeps all. It must not exceed the server's own limit of
-	// images per request (vLLM: --limit-mm-per-prompt).
-	KeepScreenshots int
+	// Context says which screenshots each request carries in full: the
+	// newest few; older ones become a placeholder text; an unchanged
+	// screenshot is not sent again, the text says so. The zero value is
+	// ctxpolicy's default keep with a chunk of 1
+	// (ctxpolicy.Policy.Uncached): open models are billed, if at all,
+	// for every token, so each screenshot is replaced as soon as it is
+	// older than the newest few. On one's own vLLM server, whose
+	// automatic prefix caching saves the prefill of an unchanged prefix, a
+	// chunk of 2 or 3 trades a little more context for less compute.
+	Context ctxpolicy.Policy
+	// MaxImages is the most images the server takes in one request
+	// (vLLM: --limit-mm-per-prompt; UI-TARS deployments use 5): no request
+	// carries more (Context's keep plus chunk, less one). 0 means
+	// DefaultMaxImages, negative means no limit.
+	MaxImages int
 
 	HTTPClient *http.Client  // nil means a new client with default transport settings
 	Timeout    time.Duration // per attempt; default DefaultTimeout
@@ -248,8 +258,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxTokens == 0 {
 		c.MaxTokens = DefaultMaxTokens
 	}
-	if c.KeepScreenshots == 0 {
-		c.KeepScreenshots = DefaultKeepScreenshots
+	if c.MaxImages == 0 {
+		c.MaxImages = DefaultMaxImages
+	}
+	if err := c.Context.Check(); err != nil {
+		return c, fmt.Errorf("chat: %w", err)
+	}
+	var err error
+	if c.Context, err = c.Context.Uncached().Capped(c.MaxImages); err != nil {
+		return c, fmt.Errorf("chat: %w (Config.MaxImages)", err)
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout

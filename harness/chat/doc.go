@@ -31,9 +31,10 @@
 // each reply of the model and a user message with the next screenshot.
 // Replies go back into the history with <|box_start|> and <|box_end|>
 // restored around boxes, since servers strip those special tokens from
-// the output. Only the last Config.KeepScreenshots images (default 5) are
-// sent; older ones are left out and their text kept, as UI-TARS's
-// deployments keep all text and the 5 most recent screenshots.
+// the output. Only the newest images go in full (Config.Context, and never
+// more than Config.MaxImages, 5 by default, as UI-TARS's deployments keep
+// the 5 most recent screenshots); older ones become a placeholder text and
+// all other text is kept.
 //
 // UI-TARS's text protocol has no call ids, so each reply becomes one Call
 // with an invented, stable id ("uitars-1", "uitars-2", ...) holding the
@@ -87,10 +88,11 @@
 //
 // # Saved state
 //
-// Model implements harness.Stateful. MarshalState saves the messages with
-// only the newest Config.KeepScreenshots screenshots (data URLs, about 4/3
-// of their bytes; older ones are never sent again), the pending calls, and
-// what the next turn depends on; no API key. UnmarshalState into a Model of
+// Model implements harness.Stateful. MarshalState saves the messages as
+// the next request sends them (the screenshots still sent in full as data
+// URLs, about 4/3 of their bytes; older ones already replaced by
+// Config.Context's placeholder), the pending calls, and what the next turn
+// depends on; no API key. UnmarshalState into a Model of
 // the same model and dialect continues the conversation with the same
 // requests.
 //

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/internal/browsertool"
 	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
@@ -51,8 +52,9 @@ type Model struct {
 	// finished() or call_user() after other actions: it is returned, with
 	// no request, once those actions have been answered.
 	done    *harness.Turn
-	warned  bool // the Display mismatch was logged
-	started bool // the first input was sent
+	warned  bool             // the Display mismatch was logged
+	started bool             // the first input was sent
+	win     ctxpolicy.Window // the images msgs hold (Config.Context)
 }
 
 // message is one message of the conversation, kept in a form from which a
@@ -173,17 +175,18 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 }
 
 func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
-	add, size, err := m.input(in)
+	win := m.win
+	add, size, err := m.input(in, &win)
 	if err != nil {
 		return harness.Turn{}, err
 	}
+	msgs := replaceImages(append(slices.Clip(m.msgs), add...), win, m.cfg.Context)
 	if m.done != nil && in.Task == "" {
 		// The batch before finished() has been answered: the task is over.
 		turn := *m.done
-		m.commit(add, size, nil, nil, 0)
+		m.commit(msgs, size, nil, nil, 0, win)
 		return turn, nil
 	}
-	msgs := append(slices.Clip(m.msgs), add...)
 	resp, err := m.svc.New(ctx, m.params(msgs))
 	if err != nil {
 		return harness.Turn{}, apiError(ctx, err)
@@ -215,13 +218,13 @@ func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error
 	m.log.DebugContext(ctx, "completion", logKeyCompletion, resp.ID, "finish_reason", choice.FinishReason,
 		"stop", string(turn.Stop), "calls", len(turn.Calls), "text_len", len(turn.Text),
 		"input_tokens", turn.Usage.InputTokens, "cached_tokens", turn.Usage.CachedTokens, "output_tokens", turn.Usage.OutputTokens)
-	m.commit(append(add, reply), size, calls, done, len(turn.Calls))
+	m.commit(append(msgs, reply), size, calls, done, len(turn.Calls), win)
 	return turn, nil
 }
 
-// commit makes a turn part of the conversation.
-func (m *Model) commit(add []message, size screen.Size, calls []pending, done *harness.Turn, n int) {
-	m.msgs = append(m.msgs, add...)
+// commit makes a turn part of the conversation: msgs is the whole of it.
+func (m *Model) commit(msgs []message, size screen.Size, calls []pending, done *harness.Turn, n int, win ctxpolicy.Window) {
+	m.msgs, m.win = msgs, win
 	m.pending = calls
 	m.done = done
 	m.calls += n
@@ -255,10 +258,11 @@ func apiError(ctx context.Context, err error) error {
 }
 
 // input turns in into the messages to add to the conversation, and returns
-// the size of the last screenshot among them (zero if none).
-func (m *Model) input(in harness.Input) ([]message, screen.Size, error) {
+// the size of the last screenshot among them (zero if none). It records
+// their images in win.
+func (m *Model) input(in harness.Input, win *ctxpolicy.Window) ([]message, screen.Size, error) {
 	if !m.started {
-		return m.first(in)
+		return m.first(in, win)
 	}
 	if len(in.Results) != len(m.pending) {
 		return nil, screen.Size{}, fmt.Errorf("chat: got %d results for the %d calls of the last turn", len(in.Results), len(m.pending))
@@ -288,10 +292,16 @@ func (m *Model) input(in harness.Input) ([]message, screen.Size, error) {
 			size = pic.size
 		}
 		text := m.resultText(r, c, size)
+		if r.Shot != nil && !win.Shot(m.cfg.Context, r.Shot.Data) {
+			pic.url = ""
+			text = append(text, ctxpolicy.Unchanged)
+		}
 		if r.Zoom != nil {
 			var err error
 			if zoom, err = pictureOf(r.Zoom); err != nil {
 				text = append(text, fmt.Sprintf("The zoomed image could not be sent: %v", err))
+			} else {
+				win.Image()
 			}
 		}
 		if r.Shot == nil {
@@ -345,8 +355,9 @@ func clientText(r harness.Result) string {
 	return r.Output
 }
 
-// first is the first input: the task and the first screenshot.
-func (m *Model) first(in harness.Input) ([]message, screen.Size, error) {
+// first is the first input: the task and the first screenshot, recorded
+// in win.
+func (m *Model) first(in harness.Input, win *ctxpolicy.Window) ([]message, screen.Size, error) {
 	if len(in.Results) > 0 {
 		return nil, screen.Size{}, fmt.Errorf("chat: first input has %d results, want none", len(in.Results))
 	}
@@ -362,6 +373,7 @@ func (m *Model) first(in harness.Input) ([]message, screen.Size, error) {
 		if pic, err = m.pictureOf(in.Shot); err != nil {
 			return nil, screen.Size{}, fmt.Errorf("chat: first input: %w", err)
 		}
+		win.Full(in.Shot.Data)
 		for _, e := range in.Shot.Events {
 			events = append(events, part{text: e})
 		}
@@ -483,20 +495,8 @@ func (m *Model) resized(s screen.Size) screen.Size {
 	return screen.SmartResize(s)
 }
 
-// params is the request for the conversation msgs. Only the newest
-// Config.KeepScreenshots images are sent; a user message left with nothing
-// is left out, as UI-TARS deployments leave out old screenshots.
+// params is the request for the conversation msgs.
 func (m *Model) params(msgs []message) openai.ChatCompletionNewParams {
-	// Count images from the end, to find which ones to send.
-	images := 0
-	for _, msg := range msgs {
-		for _, p := range msg.parts {
-			if p.image != "" {
-				images++
-			}
-		}
-	}
-	skip := max(0, images-m.keep()) // the oldest images to leave out
 	list := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(m.cfg.System)}
 	for _, msg := range msgs {
 		switch msg.role {
@@ -506,8 +506,6 @@ func (m *Model) params(msgs []message) openai.ChatCompletionNewParams {
 				switch {
 				case p.image == "":
 					parts = append(parts, openai.TextContentPart(p.text))
-				case skip > 0:
-					skip--
 				default:
 					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: p.image}))
 				}

@@ -27,6 +27,7 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/chat"
 	"github.com/spotter-harness/spotter/harness/chat/chattest"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -55,6 +56,52 @@ var display = screen.Size{W: 1280, H: 800}
 // shot is the tiny image, with a Frame that says it was sent at 1280x800.
 func shot(id string) *screen.Shot {
 	return &screen.Shot{Frame: screen.Frame{ID: id, Sent: display, Format: screen.PNG}, Data: tinyPNG}
+}
+
+// grayShot is a 4x3 screenshot of one shade of grey, sent at 1280x800.
+func grayShot(t *testing.T, id string, y uint8) *screen.Shot {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, 4, 3))
+	for i := range img.Pix {
+		img.Pix[i] = y
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return &screen.Shot{Frame: screen.Frame{ID: id, Sent: display, Format: screen.PNG}, Data: b.Bytes()}
+}
+
+// TestUnchanged: a screenshot identical to the last one sent is not sent
+// again; the result says the screen did not change, in both dialects.
+func TestUnchanged(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		reply chattest.Reply
+		id    string
+	}{
+		{"ui-tars", chattest.UITARS("Wait.", "wait()"), "uitars-1"},
+		{"functions", chattest.Calls("", chattest.Computer("call_1", `{"type":"wait"}`)), "call_1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := chattest.NewServer(t, tt.reply, chattest.Text("Done."))
+			m := newModel(t, srv, chat.Config{Model: map[string]string{"ui-tars": "ui-tars-1.5", "functions": "qwen2.5-vl"}[tt.name],
+				Context: ctxpolicy.Policy{Keep: 3}})
+			next(t, m, harness.Input{Task: "x", Shot: grayShot(t, "f0001", 7)})
+			next(t, m, harness.Input{Results: []harness.Result{{CallID: tt.id, Shot: grayShot(t, "f0002", 7), Ran: 1}}})
+			req := srv.Requests()[1]
+			imgs, err := req.Images()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(imgs) != 1 {
+				t.Errorf("request 1 has %d images, want 1 (the first screenshot only)", len(imgs))
+			}
+			if !strings.Contains(string(req.Body), ctxpolicy.Unchanged) {
+				t.Errorf("request 1 does not say that the screen did not change:\n%s", req.Body)
+			}
+		})
+	}
 }
 
 // golden compares got, indented, with testdata/name, or rewrites the file
@@ -91,8 +138,15 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// newModel makes a Model of cfg talking to srv. Every test screenshot is
+// the same tiny image, so a cfg without a Context sends each one again
+// (ctxpolicy.Policy.Repeats), which keeps the goldens about the wire
+// shapes; TestContextPolicy and TestUnchanged are about the policy.
 func newModel(t *testing.T, srv *chattest.Server, cfg chat.Config) *chat.Model {
 	t.Helper()
+	if cfg.Context == (ctxpolicy.Policy{}) {
+		cfg.Context.Repeats = true
+	}
 	cfg.BaseURL = srv.URL
 	cfg.MaxRetries = -1
 	cfg.Logger = slog.New(slog.DiscardHandler)
@@ -275,15 +329,15 @@ func TestUITARSCallUser(t *testing.T) {
 	}
 }
 
-// TestKeepScreenshots: only the newest screenshots are sent; older image
-// messages are left out, text stays.
-func TestKeepScreenshots(t *testing.T) {
+// TestContextPolicy: only the newest screenshots are sent; older images
+// become the placeholder, text stays.
+func TestContextPolicy(t *testing.T) {
 	step := chattest.UITARS("Wait.", "wait()")
 	srv := chattest.NewServer(t, step, step, step, step)
-	m := newModel(t, srv, chat.Config{Model: "ui-tars-1.5", KeepScreenshots: 2})
-	next(t, m, harness.Input{Task: "x", Shot: shot("f0001")})
+	m := newModel(t, srv, chat.Config{Model: "ui-tars-1.5", Context: ctxpolicy.Policy{Keep: 2, Chunk: 1}})
+	next(t, m, harness.Input{Task: "x", Shot: grayShot(t, "f0001", 1)})
 	for i := 1; i <= 3; i++ {
-		r := harness.Result{CallID: fmt.Sprintf("uitars-%d", i), Shot: shot(fmt.Sprintf("f%04d", i+1)), Ran: 1}
+		r := harness.Result{CallID: fmt.Sprintf("uitars-%d", i), Shot: grayShot(t, fmt.Sprintf("f%04d", i+1), uint8(i+1)), Ran: 1}
 		if i == 1 {
 			r.Notes = []string{"A note that stays."}
 		}
@@ -291,7 +345,7 @@ func TestKeepScreenshots(t *testing.T) {
 	}
 	reqs := srv.Requests()
 	wantImages := []int{1, 2, 2, 2}
-	wantMessages := []int{3, 5, 6, 8} // system, prompt, images and notes, replies
+	wantMessages := []int{3, 5, 7, 9} // system, prompt, images or placeholders and notes, replies
 	for i, req := range reqs {
 		imgs, err := req.Images()
 		if err != nil {
@@ -307,6 +361,9 @@ func TestKeepScreenshots(t *testing.T) {
 	}
 	if !strings.Contains(string(reqs[3].Body), "A note that stays.") {
 		t.Errorf("request 3 lost the text of a result whose screenshot was left out")
+	}
+	if n := strings.Count(string(reqs[3].Body), ctxpolicy.Placeholder); n != 2 {
+		t.Errorf("request 3 has %d placeholders, want 2", n)
 	}
 }
 

@@ -3,10 +3,10 @@ package chat
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -26,6 +26,9 @@ type state struct {
 	Done    *doneState     `json:"done,omitempty"`
 	Started bool           `json:"started,omitempty"`
 	Warned  bool           `json:"warned,omitempty"`
+	// Window is what Config.Context needs of the conversation; a state
+	// saved without it is taken to have replaced no image.
+	Window *ctxpolicy.Window `json:"window,omitempty"`
 }
 
 type stateMessage struct {
@@ -60,29 +63,22 @@ type doneState struct {
 
 var _ harness.Stateful = (*Model)(nil)
 
-// MarshalState saves the conversation: every message, with the newest
-// Config.KeepScreenshots screenshots as data URLs (about 4/3 of their
-// bytes; older ones are never sent again, so they are not saved), the calls
-// waiting for results, and what the next turn depends on (the latest
+// MarshalState saves the conversation: every message as the next request
+// sends it (the screenshots still sent in full as data URLs, about 4/3 of
+// their bytes; older ones already replaced as Config.Context says), the
+// calls waiting for results, and what the next turn depends on (the latest
 // screenshot's size, the call count, a UI-TARS end announced after a
-// batch). It holds no API key or other Config field but the model name and
+// batch, the count of images and the last screenshot's hash that
+// Config.Context goes by). It holds no API key or other Config field but the model name and
 // dialect, which UnmarshalState checks.
 func (m *Model) MarshalState() ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := state{Version: stateVersion, Model: m.cfg.Model, Dialect: m.cfg.Dialect, W: m.size.W, H: m.size.H,
-		Calls: m.calls, Started: m.started, Warned: m.warned}
-	// The oldest images beyond KeepScreenshots are left out of every
-	// request from now on; leaving them out of the state too changes
-	// nothing that is sent.
-	skip := max(0, m.images()-m.keep())
+		Calls: m.calls, Started: m.started, Warned: m.warned, Window: &m.win}
 	for _, msg := range m.msgs {
 		sm := stateMessage{Role: msg.role, Text: msg.text, CallID: msg.callID}
 		for _, p := range msg.parts {
-			if p.image != "" && skip > 0 {
-				skip--
-				continue
-			}
 			sm.Parts = append(sm.Parts, statePart{Text: p.text, Image: p.image})
 		}
 		for _, c := range msg.calls {
@@ -146,30 +142,16 @@ func (m *Model) UnmarshalState(b []byte) error {
 	if s.Done != nil {
 		done = &harness.Turn{Stop: s.Done.Stop, Text: s.Done.Text}
 	}
+	win := ctxpolicy.Window{Images: countImages(msgs)}
+	if s.Window != nil {
+		win = *s.Window
+	}
+	if n := countImages(msgs); win.Images < n {
+		return fmt.Errorf("chat: restore state: the conversation holds %d images, the state counts %d", n, win.Images)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.msgs, m.pending, m.size, m.calls = msgs, calls, screen.Size{W: s.W, H: s.H}, s.Calls
+	m.msgs, m.pending, m.size, m.calls, m.win = msgs, calls, screen.Size{W: s.W, H: s.H}, s.Calls, win
 	m.done, m.started, m.warned = done, s.Started, s.Warned
 	return nil
-}
-
-// keep is how many of the newest images a request carries.
-func (m *Model) keep() int {
-	if k := m.cfg.KeepScreenshots; k >= 0 {
-		return k
-	}
-	return math.MaxInt
-}
-
-// images counts the images of the conversation.
-func (m *Model) images() int {
-	n := 0
-	for _, msg := range m.msgs {
-		for _, p := range msg.parts {
-			if p.image != "" {
-				n++
-			}
-		}
-	}
-	return n
 }

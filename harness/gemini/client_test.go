@@ -12,6 +12,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/gemini/geminitest"
 )
@@ -24,7 +25,7 @@ var lookup = harness.ToolSpec{
 	InputSchema: json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}},"required":["ref"]}`),
 }
 
-var clientConfig = gemini.Config{Model: "gemini-3.5-flash", Tools: []harness.ToolSpec{lookup}, KeepShots: 1}
+var clientConfig = gemini.Config{Model: "gemini-3.5-flash", Tools: []harness.ToolSpec{lookup}, Context: ctxpolicy.Policy{Keep: 1, Chunk: 2}}
 
 // clientScript has a mixed parallel turn (a client call, a computer call
 // that needs confirmation, a client call without an id), a failed client

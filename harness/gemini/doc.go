@@ -71,10 +71,11 @@
 // # Saved state
 //
 // Model implements harness.Stateful. MarshalState saves the history as
-// genai contents (the first screenshot and the function-response
-// screenshots of the newest Config.KeepShots turns inline, base64: about
-// 4/3 of their bytes; thought signatures kept exactly), the pending calls
-// and the call count; no API key. UnmarshalState into a Model of the same
+// genai contents, as the next request sends it (the screenshots
+// Config.Context still sends in full inline, base64: about 4/3 of their
+// bytes; older ones already replaced; thought signatures kept exactly),
+// the pending calls, the call count and what Config.Context goes by; no
+// API key. UnmarshalState into a Model of the same
 // model and function set continues the conversation with the same
 // requests.
 //

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/internal/browsertool"
 	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
@@ -29,7 +30,6 @@ const (
 	DefaultModel      = "gemini-3.5-flash"
 	DefaultTimeout    = 2 * time.Minute
 	DefaultMaxRetries = 3
-	DefaultKeepShots  = 3
 )
 
 // malformedRetries is how many more times Next asks when the model's
@@ -83,11 +83,13 @@ type Config struct {
 	// function named like a predefined one replaces it (the predefined one
 	// is excluded).
 	Custom []Function
-	// KeepShots is how many of the newest turns of function responses keep
-	// their screenshots in the history sent; older ones lose the images (the
-	// reference implementation keeps 3). 0 means DefaultKeepShots, negative
-	// keeps all. The first screenshot, sent with the task, is always kept.
-	KeepShots int
+	// Context says which screenshots each request carries in full: the
+	// newest few, older ones removed from their function responses (whose
+	// response then says "screenshot": ctxpolicy.Placeholder), a chunk at
+	// a time so that Gemini's implicit prompt cache keeps matching; and a
+	// screenshot identical to the last one sent is not sent again, its
+	// response's notes say so. The zero value is ctxpolicy's default.
+	Context ctxpolicy.Policy
 	// Tools are application-side tools, declared as ordinary function
 	// declarations (name, description, parametersJsonSchema) beside
 	// computer_use. A call to one comes back as a Call with Input (the
@@ -136,13 +138,14 @@ type Model struct {
 	custom    map[string]Function
 	clients   map[string]bool // names of Config.Tools
 	searchURL string
-	keepShots int
+	context   ctxpolicy.Policy
 	price     price
 	log       *slog.Logger
 
-	history []*genai.Content // everything sent and received, in order
+	history []*genai.Content // everything sent and received, in order, as the next request sends it
 	pending []pending        // the calls of the last turn, awaiting results
 	calls   int              // calls seen, for ids the model left out
+	win     ctxpolicy.Window // the images history holds (Config.Context)
 }
 
 // pending is a call the loop must answer.
@@ -158,6 +161,9 @@ type pending struct {
 func New(cfg Config) (*Model, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("gemini: no API key (set GOOGLE_API_KEY or GEMINI_API_KEY)")
+	}
+	if err := cfg.Context.Check(); err != nil {
+		return nil, fmt.Errorf("gemini: %w", err)
 	}
 	model := cmp.Or(cfg.Model, DefaultModel)
 	set := cfg.Functions
@@ -282,10 +288,6 @@ func New(cfg Config) (*Model, error) {
 		// The SDK's messages can quote the whole config, key included.
 		return nil, errors.New("gemini: cannot create the SDK client")
 	}
-	keep := DefaultKeepShots
-	if cfg.KeepShots != 0 {
-		keep = cfg.KeepShots
-	}
 	return &Model{
 		models:    client.Models,
 		apiKey:    cfg.APIKey,
@@ -296,7 +298,7 @@ func New(cfg Config) (*Model, error) {
 		custom:    custom,
 		clients:   clients,
 		searchURL: cmp.Or(cfg.SearchURL, DefaultSearchURL),
-		keepShots: keep,
+		context:   cfg.Context,
 		price:     priceFor(model),
 		log:       log,
 	}, nil
@@ -318,11 +320,11 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 }
 
 func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
-	user, err := m.userContent(in)
+	user, win, err := m.userContent(in)
 	if err != nil {
 		return harness.Turn{}, err
 	}
-	contents := trimShots(append(slices.Clip(m.history), user), m.keepShots)
+	contents := replaceImages(append(slices.Clip(m.history), user), win, m.context)
 	var total harness.Usage
 	for attempt := 0; ; attempt++ {
 		resp, err := m.generate(ctx, contents)
@@ -351,7 +353,7 @@ func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error
 		r.turn.Usage = total
 		m.log.DebugContext(ctx, "gemini turn", "stop", string(r.turn.Stop), "calls", len(r.turn.Calls),
 			"input_tokens", total.InputTokens, "cached_tokens", total.CachedTokens, "output_tokens", total.OutputTokens)
-		m.history = contents
+		m.history, m.win = contents, win
 		if r.content != nil {
 			m.history = append(m.history, r.content)
 		}
@@ -375,29 +377,34 @@ func (m *Model) generate(ctx context.Context, contents []*genai.Content) (resp *
 }
 
 // userContent builds the user content for in: the function responses to
-// the pending calls, then any task text and screenshot.
-func (m *Model) userContent(in harness.Input) (*genai.Content, error) {
+// the pending calls, then any task text and screenshot. It returns the
+// images the conversation holds with it.
+func (m *Model) userContent(in harness.Input) (*genai.Content, ctxpolicy.Window, error) {
+	win := m.win
 	if len(in.Results) != len(m.pending) {
-		return nil, fmt.Errorf("gemini: %d results for the %d calls of the last turn", len(in.Results), len(m.pending))
+		return nil, win, fmt.Errorf("gemini: %d results for the %d calls of the last turn", len(in.Results), len(m.pending))
 	}
 	var parts []*genai.Part
 	for i, r := range in.Results {
 		p := m.pending[i]
 		if r.CallID != p.id {
-			return nil, fmt.Errorf("gemini: result %d answers call %q, want %q", i, r.CallID, p.id)
+			return nil, win, fmt.Errorf("gemini: result %d answers call %q, want %q", i, r.CallID, p.id)
 		}
-		parts = append(parts, &genai.Part{FunctionResponse: functionResponse(p, r)})
+		parts = append(parts, &genai.Part{FunctionResponse: seen(functionResponse(p, r), p, r, m.context, &win)})
 	}
 	if in.Task != "" {
 		parts = append(parts, &genai.Part{Text: in.Task})
 	}
-	if in.Shot != nil {
+	switch {
+	case in.Shot != nil && !win.Shot(m.context, in.Shot.Data):
+		parts = append(parts, &genai.Part{Text: ctxpolicy.Unchanged})
+	case in.Shot != nil:
 		parts = append(parts, &genai.Part{InlineData: &genai.Blob{MIMEType: in.Shot.Frame.Format.MIME(), Data: in.Shot.Data}})
 	}
 	if len(parts) == 0 {
-		return nil, errors.New("gemini: nothing to send: no task, screenshot or results")
+		return nil, win, errors.New("gemini: nothing to send: no task, screenshot or results")
 	}
-	return &genai.Content{Role: genai.RoleUser, Parts: parts}, nil
+	return &genai.Content{Role: genai.RoleUser, Parts: parts}, win, nil
 }
 
 // functionResponse answers the call p with r: the page URL, the error and
@@ -632,41 +639,4 @@ func safetyChecks(id string, args map[string]any) ([]harness.SafetyCheck, error)
 		return nil, nil
 	}
 	return []harness.SafetyCheck{{ID: id, Code: cmp.Or(decision, "require_confirmation"), Message: explanation}}, nil
-}
-
-// trimShots returns contents with the function-response screenshots of all
-// but the newest keep user contents that have them removed. Trimmed
-// contents are copies; the others are shared.
-func trimShots(contents []*genai.Content, keep int) []*genai.Content {
-	if keep < 0 {
-		return contents
-	}
-	out := slices.Clone(contents)
-	seen := 0
-	for i := len(out) - 1; i >= 0; i-- {
-		c := out[i]
-		if c.Role != genai.RoleUser || !slices.ContainsFunc(c.Parts, hasShot) {
-			continue
-		}
-		if seen++; seen <= keep {
-			continue
-		}
-		trimmed := *c
-		trimmed.Parts = slices.Clone(c.Parts)
-		for j, p := range trimmed.Parts {
-			if hasShot(p) {
-				fr := *p.FunctionResponse
-				fr.Parts = nil
-				np := *p
-				np.FunctionResponse = &fr
-				trimmed.Parts[j] = &np
-			}
-		}
-		out[i] = &trimmed
-	}
-	return out
-}
-
-func hasShot(p *genai.Part) bool {
-	return p != nil && p.FunctionResponse != nil && len(p.FunctionResponse.Parts) > 0
 }

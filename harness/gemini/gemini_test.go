@@ -23,6 +23,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/gemini/geminitest"
 	"github.com/spotter-harness/spotter/screen"
@@ -366,7 +367,8 @@ func TestResultForms(t *testing.T) {
 		{ID: "cursor", Name: "take_screenshot"},
 	}
 	srv := geminitest.NewServer(t, geminitest.Turn{Calls: calls}.Reply(), geminitest.Text("ok"))
-	m := newModel(t, srv, gemini.Config{Model: "gemini-3.5-flash"})
+	// Every screenshot as it is: this test is about each response's form.
+	m := newModel(t, srv, gemini.Config{Model: "gemini-3.5-flash", Context: ctxpolicy.Policy{Keep: ctxpolicy.All, Repeats: true}})
 	if _, err := m.Next(t.Context(), harness.Input{Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
@@ -528,10 +530,12 @@ func TestMalformedRetryAddsUsage(t *testing.T) {
 	}
 }
 
-func TestKeepShots(t *testing.T) {
+// TestContextPolicy: the newest Config.Context.Keep images go in full;
+// older ones (the task's screenshot too) become the placeholder.
+func TestContextPolicy(t *testing.T) {
 	shotCall := geminitest.Turn{Calls: []geminitest.Call{{ID: "s", Name: "take_screenshot"}}}.Reply()
 	srv := geminitest.NewServer(t, shotCall, shotCall, shotCall, geminitest.Text("done"))
-	m := newModel(t, srv, gemini.Config{Model: "gemini-3.5-flash", KeepShots: 2})
+	m := newModel(t, srv, gemini.Config{Model: "gemini-3.5-flash", Context: ctxpolicy.Policy{Keep: 2, Chunk: 1}})
 	in := harness.Input{Task: "t", Shot: shot(t, "", 1)}
 	for i := range 4 {
 		if _, err := m.Next(t.Context(), in); err != nil {
@@ -545,6 +549,7 @@ func TestKeepShots(t *testing.T) {
 	}
 	// user(task+shot), model, user(fr), model, user(fr), model, user(fr)
 	var images []int
+	var placeholders int
 	for _, c := range cs {
 		if c.Role != "user" {
 			continue
@@ -554,14 +559,23 @@ func TestKeepShots(t *testing.T) {
 			if p.InlineData != nil {
 				n++
 			}
+			if p.Text == ctxpolicy.Placeholder {
+				placeholders++
+			}
 			if p.FunctionResponse != nil {
 				n += len(p.FunctionResponse.Parts)
+				if p.FunctionResponse.Response["screenshot"] == ctxpolicy.Placeholder {
+					placeholders++
+				}
 			}
 		}
 		images = append(images, n)
 	}
-	if diff := cmp.Diff([]int{1, 0, 1, 1}, images); diff != "" {
+	if diff := cmp.Diff([]int{0, 0, 1, 1}, images); diff != "" {
 		t.Errorf("images per user content in the 4th request (-want +got):\n%s", diff)
+	}
+	if placeholders != 2 {
+		t.Errorf("the 4th request has %d placeholders, want 2", placeholders)
 	}
 }
 

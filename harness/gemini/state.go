@@ -7,6 +7,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 )
 
 // stateVersion is the version of the saved state's format.
@@ -20,6 +21,9 @@ type state struct {
 	History []*genai.Content `json:"history"`
 	Pending []pendingState   `json:"pending,omitempty"`
 	Calls   int              `json:"calls,omitempty"`
+	// Window is what Config.Context needs of the conversation; a state
+	// saved without it is taken to have replaced no image.
+	Window *ctxpolicy.Window `json:"window,omitempty"`
 }
 
 type pendingState struct {
@@ -33,14 +37,15 @@ type pendingState struct {
 var _ harness.Stateful = (*Model)(nil)
 
 // MarshalState saves the conversation: every content sent and received, as
-// the history holds it (the first screenshot and the function responses of
-// the newest Config.KeepShots turns carry their images, base64 in the JSON,
-// about 4/3 of their bytes; older ones were already dropped), the calls
-// waiting for results and the count of calls for ids. It holds no API key
+// the next request sends it (the screenshots still sent in full base64 in
+// the JSON, about 4/3 of their bytes; older ones already replaced as
+// Config.Context says), the calls waiting for results, the count of calls
+// for ids, and the count of images and the last screenshot's hash that
+// Config.Context goes by. It holds no API key
 // or other Config field but the model name and function set, which
 // UnmarshalState checks.
 func (m *Model) MarshalState() ([]byte, error) {
-	s := state{Version: stateVersion, Model: m.model, Set: m.set, History: m.history, Calls: m.calls}
+	s := state{Version: stateVersion, Model: m.model, Set: m.set, History: m.history, Calls: m.calls, Window: &m.win}
 	for _, p := range m.pending {
 		s.Pending = append(s.Pending, pendingState{ID: p.id, WireID: p.wireID, Name: p.name, Safety: p.safety, Client: p.client})
 	}
@@ -81,7 +86,14 @@ func (m *Model) UnmarshalState(b []byte) error {
 		}
 		calls = append(calls, pending{id: p.ID, wireID: p.WireID, name: p.Name, safety: p.Safety, client: p.Client})
 	}
-	m.history, m.pending, m.calls = s.History, calls, s.Calls
+	win := ctxpolicy.Window{Images: countImages(s.History)}
+	if s.Window != nil {
+		win = *s.Window
+	}
+	if n := countImages(s.History); win.Images < n {
+		return fmt.Errorf("gemini: restore state: the conversation holds %d images, the state counts %d", n, win.Images)
+	}
+	m.history, m.pending, m.calls, m.win = s.History, calls, s.Calls, win
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/openai/openaitest"
 	"github.com/spotter-harness/spotter/screen"
@@ -182,8 +183,8 @@ func TestStateRestore(t *testing.T) {
 		inputs  func() []harness.Input
 	}{
 		{"client tools", clientConfig, clientScript, clientInputs},
-		{"keep screenshots", openai.Config{KeepScreenshots: 2}, shots(4), shotInputs(4)},
-		{"preview", openai.Config{Model: "computer-use-preview", Display: screen4x3, KeepScreenshots: 1}, shots(3), shotInputs(3)},
+		{"keep screenshots", openai.Config{Context: ctxpolicy.Policy{Keep: 2, Chunk: 1}}, shots(4), shotInputs(4)},
+		{"preview", openai.Config{Model: "computer-use-preview", Display: screen4x3, Context: ctxpolicy.Policy{Keep: 1, Chunk: 2}}, shots(3), shotInputs(3)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			plain := openaitest.NewServer(t, tt.replies()...)
@@ -229,10 +230,10 @@ func TestUnmarshalStateErrors(t *testing.T) {
 		name, state, want string
 	}{
 		{"not json", `{`, "restore state"},
-		{"version", `{"version":2}`, "format version 2"},
+		{"version", `{"version":3}`, "format version 3"},
 		{"other model", `{"version":1,"model":"gpt-4o","tool":"computer"}`, "saved for model"},
 		{"empty item", `{"version":1,"model":"gpt-5.4","tool":"computer","items":[{}]}`, "item 0 is empty"},
-		{"size", `{"version":1,"model":"gpt-5.4","tool":"computer","items":[{"blank":{}}]}`, "screenshot size"},
+		{"image count", `{"version":2,"model":"gpt-5.4","tool":"computer","items":[{"full":{},"omit":{}}],"window":{}}`, "state counts 0"},
 		{"pending", `{"version":1,"model":"gpt-5.4","tool":"computer","items":[],"pending":[{}]}`, "no id"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

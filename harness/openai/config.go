@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/internal/browsertool"
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -91,12 +92,15 @@ type Config struct {
 	// coordinates stay in the sent image's pixels) and "auto" for
 	// ToolPreview. Screenshots in computer_call_output carry no detail.
 	ImageDetail string
-	// KeepScreenshots bounds how many of the most recent screenshots are
-	// sent in full; older ones are replaced by a blank image of the same
-	// size, which keeps requests small on long sessions. 0 keeps all.
-	// Replacing a screenshot changes the request prefix from that point, so
-	// it costs prompt-cache hits: prefer a generous value.
-	KeepScreenshots int
+	// Context says which screenshots each request carries in full: the
+	// newest few, older ones replaced (in chunks, so that the prompt
+	// cache keeps matching) by a 16x10 placeholder image in a
+	// computer_call_output, whose wire shape needs an image, and by words
+	// elsewhere. An unchanged screenshot is sent again only in a
+	// computer_call_output (the GA tool reads the display size from its
+	// image); a function_call_output says in words that the screen did
+	// not change. The zero value is ctxpolicy's default.
+	Context ctxpolicy.Policy
 	// Store sets store=true so OpenAI keeps the responses. By default
 	// (false) nothing is stored and reasoning items travel with
 	// include=["reasoning.encrypted_content"], which is what zero data
@@ -198,8 +202,11 @@ func (c Config) withDefaults() (Config, error) {
 			}
 		}
 	}
-	if c.MaxTokens < 0 || c.KeepScreenshots < 0 {
-		return c, fmt.Errorf("openai: MaxTokens and KeepScreenshots must not be negative")
+	if c.MaxTokens < 0 {
+		return c, fmt.Errorf("openai: MaxTokens must not be negative")
+	}
+	if err := c.Context.Check(); err != nil {
+		return c, fmt.Errorf("openai: %w", err)
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout

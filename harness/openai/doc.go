@@ -37,9 +37,13 @@
 // Result.Acknowledged. computer_call_output has no field for text, so errors,
 // notes, the pointer position and display events of all the calls of a turn
 // follow the outputs as one user message, each line naming its call_id. The
-// screenshot is sent even for a failed call. A function_call is answered by
-// a function_call_output with a text part ("ok" or what failed) and an
-// image part (the zoomed image for zoom, else the fresh screenshot).
+// screenshot is sent even for a failed call, and even when it is the same
+// as the last one: the output must hold an image, and the GA tool reads the
+// display size from it. A function_call is answered by a
+// function_call_output with a text part ("ok" or what failed) and an image
+// part (the zoomed image for zoom, else the fresh screenshot; when the
+// screenshot is the same as the last one sent, no image and the text says
+// that the screen did not change).
 //
 // # Conversation state: the full input on every request
 //
@@ -58,16 +62,16 @@
 //     depending on OpenAI's retention of earlier responses.
 //   - Truncation stays in our hands: the preview model needs
 //     truncation="auto", which is sent for it; for GA models nothing is
-//     dropped silently, and Config.KeepScreenshots bounds the request size.
+//     dropped silently, and Config.Context bounds the request size.
 //
-// The cost is payload size: every request carries every screenshot sent so
-// far (a 1280x800 PNG is roughly 100-400 KB of base64). Config.KeepScreenshots
-// replaces all but the newest screenshots with a blank image of the same
-// size, which keeps requests bounded, at the price of some prompt-cache hits
-// since the request prefix changes where a screenshot is blanked. OpenAI
-// caches request prefixes automatically; sending the conversation
-// unchanged turn after turn keeps the prefix stable, and
-// Config.PromptCacheKey can route a session to one cache.
+// Config.Context (package ctxpolicy) keeps the payload bounded: only the
+// newest screenshots go in full; an older computer_call_output holds a
+// 16x10 grey placeholder image instead (the output must hold an image),
+// and an older function_call_output or task message the placeholder's
+// words. Screenshots are replaced a chunk at a time, so the input stays
+// byte for byte the same between replacements and OpenAI's automatic
+// prompt cache keeps matching its prefix; Config.PromptCacheKey can route
+// a session to one cache.
 //
 // Output items, reasoning items in particular, are passed back unchanged:
 // the raw JSON received is sent again as an SDK param override, so every
@@ -101,10 +105,11 @@
 // # Saved state
 //
 // Model implements harness.Stateful. MarshalState saves every input item as
-// JSON (screenshots as data URLs, about 4/3 of their bytes; with
-// Config.KeepScreenshots only the screenshots still sent in full are
-// saved, the rest as their blank form), the pending calls with their safety
-// checks and the last screenshot sent; no API key. UnmarshalState into a
+// JSON as the next request sends it (the screenshots still sent in full as
+// data URLs, about 4/3 of their bytes; older ones as their placeholders),
+// the pending calls with their safety checks, the last screenshot sent and
+// what Config.Context goes by; no API key. A state saved before
+// Config.Context (format version 1) is read too. UnmarshalState into a
 // Model of the same model and tool continues the conversation with the
 // same requests.
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/openai/openaitest"
 	"github.com/spotter-harness/spotter/screen"
@@ -59,6 +60,8 @@ func TestDecodeCallFunctionsLikeModel(t *testing.T) {
 			srv := openaitest.NewServer(t, openaitest.Reply{Output: items}, openaitest.Reply{Output: []json.RawMessage{openaitest.Message("Done.")}})
 			cfg := tt.cfg
 			cfg.Functions = openai.BrowserFunctions()
+			// Every screenshot as it is, as EncodeResultFor writes it.
+			cfg.Context = ctxpolicy.Policy{Keep: ctxpolicy.All, Repeats: true}
 			m := newModel(t, srv, cfg)
 			turn := next(t, m, harness.Input{Task: "t", Shot: shot("f1", "https://shop.test/")})
 			if len(turn.Calls) != len(items) {

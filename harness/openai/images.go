@@ -39,10 +39,15 @@ func dataURL(mime string, data []byte) string {
 	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
 }
 
-// blankPNG returns a uniform grey PNG of size s, which stands in for a
-// screenshot that is no longer sent in full. It keeps the size so that a
-// model inferring the display size from screenshots is not misled.
-func blankPNG(s screen.Size) []byte {
+// placeholderURL is the image of a computer_call_output whose screenshot
+// is no longer sent (Config.Context): the output must hold an image, so it
+// holds the smallest one that still says "no screenshot here", a 16x10
+// grey PNG, which is billed as one tile (or one patch) instead of a
+// screenshot's many.
+var placeholderURL = dataURL("image/png", greyPNG(screen.Size{W: 16, H: 10}))
+
+// greyPNG returns a uniform grey PNG of size s.
+func greyPNG(s screen.Size) []byte {
 	img := image.NewGray(image.Rect(0, 0, max(s.W, 1), max(s.H, 1)))
 	for i := range img.Pix {
 		img.Pix[i] = color.Gray{Y: 0x80}.Y

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/internal/retry"
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -44,18 +45,18 @@ type Model struct {
 	known   bool // price is known
 
 	mu      sync.Mutex
-	items   []item    // the conversation so far, sent in full on every request
-	pending []pending // the calls of the last turn, to be answered in order
-	last    picture   // the last screenshot sent, for a Result without one
-	blanks  map[screen.Size]string
+	items   []item           // the conversation so far, as the next request sends it
+	pending []pending        // the calls of the last turn, to be answered in order
+	last    picture          // the last screenshot sent, for a Result without one
+	win     ctxpolicy.Window // the images items hold (Config.Context)
 }
 
-// item is one input item. An item that carries a screenshot also knows how
-// to write itself with that screenshot blanked (see Config.KeepScreenshots).
+// item is one input item. An item whose image is still sent in full also
+// holds the item as it is sent once Config.Context no longer keeps that
+// image.
 type item struct {
-	p     responses.ResponseInputItemUnionParam
-	blank func(url string) responses.ResponseInputItemUnionParam
-	size  screen.Size // of the screenshot, if blank is set
+	p    responses.ResponseInputItemUnionParam
+	omit *responses.ResponseInputItemUnionParam
 }
 
 // pending is a call of the last turn.
@@ -107,7 +108,6 @@ func New(cfg Config) (*Model, error) {
 		log:     cfg.Logger.With(logKeyModel, cfg.Model),
 		tools:   tools(cfg),
 		clients: map[string]bool{},
-		blanks:  map[screen.Size]string{},
 	}
 	for _, t := range cfg.Tools {
 		m.clients[t.Name] = true
@@ -188,11 +188,11 @@ func (m *Model) Next(ctx context.Context, in harness.Input) (harness.Turn, error
 }
 
 func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error) {
-	add, last, err := m.input(in)
+	add, last, win, err := m.input(in)
 	if err != nil {
 		return harness.Turn{}, err
 	}
-	items := append(slices.Clip(m.items), add...)
+	items := replaceImages(append(slices.Clip(m.items), add...), win, m.cfg.Context)
 	resp, err := m.svc.New(ctx, m.params(items))
 	if err != nil {
 		return harness.Turn{}, apiError(ctx, err)
@@ -203,6 +203,7 @@ func (m *Model) next(ctx context.Context, in harness.Input) (harness.Turn, error
 	}
 	m.items = append(items, out...)
 	m.pending = calls
+	m.win = win
 	if last.url != "" {
 		m.last = last
 	}
@@ -234,14 +235,9 @@ func apiError(ctx context.Context, err error) error {
 
 // params is the request for the conversation items.
 func (m *Model) params(items []item) responses.ResponseNewParams {
-	keep := m.keepFrom(items)
 	list := make(responses.ResponseInputParam, len(items))
 	for i, it := range items {
-		if i < keep && it.blank != nil {
-			list[i] = it.blank(m.blank(it.size))
-		} else {
-			list[i] = it.p
-		}
+		list[i] = it.p
 	}
 	p := responses.ResponseNewParams{
 		Model: m.cfg.Model,
@@ -271,50 +267,53 @@ func (m *Model) params(items []item) responses.ResponseNewParams {
 	return p
 }
 
-// keepFrom returns the index from which items' screenshots are sent in
-// full; those before it are sent blank (Config.KeepScreenshots). It only
-// grows as items are added.
-func (m *Model) keepFrom(items []item) int {
-	keep := 0
-	if k := m.cfg.KeepScreenshots; k > 0 {
-		// Find the oldest item whose screenshot is still sent in full.
-		for i := len(items) - 1; i >= 0; i-- {
-			if items[i].blank != nil {
-				if k == 0 {
-					break
-				}
-				k--
-				keep = i
-			}
+// replaceImages returns items with the oldest of the images still sent in
+// full replaced as win and policy say (ctxpolicy.Window.Replace). items
+// itself is not changed.
+func replaceImages(items []item, win ctxpolicy.Window, policy ctxpolicy.Policy) []item {
+	present := 0
+	for _, it := range items {
+		if it.omit != nil {
+			present++
 		}
 	}
-	return keep
-}
-
-// blank returns the data URL of a blank image of size s.
-func (m *Model) blank(s screen.Size) string {
-	u, ok := m.blanks[s]
-	if !ok {
-		u = dataURL("image/png", blankPNG(s))
-		m.blanks[s] = u
+	k := win.Replace(policy, present)
+	if k == 0 {
+		return items
 	}
-	return u
+	out := slices.Clone(items)
+	for i := range out {
+		if k == 0 {
+			break
+		}
+		if out[i].omit != nil {
+			out[i] = item{p: *out[i].omit}
+			k--
+		}
+	}
+	return out
 }
 
 // input turns in into the items to add to the conversation, and returns the
-// last screenshot among them.
-func (m *Model) input(in harness.Input) ([]item, picture, error) {
+// last screenshot among them and the images the conversation holds with
+// them.
+func (m *Model) input(in harness.Input) ([]item, picture, ctxpolicy.Window, error) {
+	win := m.win
 	if len(m.items) == 0 {
 		if len(in.Results) > 0 {
-			return nil, picture{}, fmt.Errorf("openai: first input has %d results, want none", len(in.Results))
+			return nil, picture{}, win, fmt.Errorf("openai: first input has %d results, want none", len(in.Results))
 		}
 		if in.Task == "" && in.Shot == nil {
-			return nil, picture{}, fmt.Errorf("openai: first input has neither a task nor a screenshot")
+			return nil, picture{}, win, fmt.Errorf("openai: first input has neither a task nor a screenshot")
 		}
-		return m.userMessage(in.Task, in.Shot)
+		add, pic, err := m.userMessage(in.Task, in.Shot)
+		if in.Shot != nil {
+			win.Full(in.Shot.Data)
+		}
+		return add, pic, win, err
 	}
 	if len(in.Results) != len(m.pending) {
-		return nil, picture{}, fmt.Errorf("openai: got %d results for the %d calls of the last turn", len(in.Results), len(m.pending))
+		return nil, picture{}, win, fmt.Errorf("openai: got %d results for the %d calls of the last turn", len(in.Results), len(m.pending))
 	}
 	var (
 		add   []item
@@ -324,7 +323,7 @@ func (m *Model) input(in harness.Input) ([]item, picture, error) {
 	for i, r := range in.Results {
 		c := m.pending[i]
 		if r.CallID != c.id {
-			return nil, picture{}, fmt.Errorf("openai: result %d answers call %q, want %q", i, r.CallID, c.id)
+			return nil, picture{}, win, fmt.Errorf("openai: result %d answers call %q, want %q", i, r.CallID, c.id)
 		}
 		if c.client {
 			add = append(add, clientOutput(r, c))
@@ -335,15 +334,29 @@ func (m *Model) input(in harness.Input) ([]item, picture, error) {
 		if r.Shot != nil {
 			var err error
 			if pic, err = m.pictureOf(r.Shot); err != nil {
-				return nil, picture{}, fmt.Errorf("openai: result for call %s: %w", c.id, err)
+				return nil, picture{}, win, fmt.Errorf("openai: result for call %s: %w", c.id, err)
 			}
 		} else if pic.url == "" {
-			return nil, picture{}, fmt.Errorf("openai: result for call %s has no screenshot, and none was sent before", c.id)
+			return nil, picture{}, win, fmt.Errorf("openai: result for call %s has no screenshot, and none was sent before", c.id)
 		} else {
 			missing = "No new screenshot could be taken; this is the previous one."
 		}
 		last = pic
 		text := resultText(r, c, missing)
+		switch {
+		case c.function && r.Zoom != nil:
+			win.Image()
+		case c.function && r.Shot != nil && !win.Shot(m.cfg.Context, r.Shot.Data):
+			// A function_call_output can say it in words.
+			add = append(add, functionText(c, append(text, ctxpolicy.Unchanged)))
+			continue
+		case r.Shot != nil:
+			// A computer_call_output must hold an image, and the GA
+			// tool reads the display size from it: it goes in full.
+			win.Full(r.Shot.Data)
+		default:
+			win.Image() // the previous screenshot, sent again
+		}
 		if c.function {
 			add = append(add, functionOutput(r, c, pic, text, m.cfg.ImageDetail))
 			continue
@@ -366,9 +379,9 @@ func (m *Model) input(in harness.Input) ([]item, picture, error) {
 		add = append(add, textMessage(in.Task))
 	}
 	if len(add) == 0 {
-		return nil, picture{}, fmt.Errorf("openai: nothing to send: the last turn made no calls and the input has no task")
+		return nil, picture{}, win, fmt.Errorf("openai: nothing to send: the last turn made no calls and the input has no task")
 	}
-	return add, last, nil
+	return add, last, win, nil
 }
 
 // pictureOf encodes a screenshot. The preview tool declares the display
@@ -416,16 +429,20 @@ func resultText(r harness.Result, c pending, missing string) []string {
 
 // userMessage is the task message: its text and the first screenshot.
 func (m *Model) userMessage(task string, shot *screen.Shot) ([]item, picture, error) {
+	// url is the screenshot's, or empty for the placeholder.
 	content := func(url string) responses.ResponseInputItemUnionParam {
 		var parts responses.ResponseInputMessageContentListParam
 		if task != "" {
 			parts = append(parts, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: task}})
 		}
-		if url != "" {
+		switch {
+		case url != "":
 			parts = append(parts, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
 				ImageURL: param.NewOpt(url),
 				Detail:   responses.ResponseInputImageDetail(m.cfg.ImageDetail),
 			}})
+		case shot != nil:
+			parts = append(parts, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: ctxpolicy.Placeholder}})
 		}
 		if shot != nil {
 			for _, e := range shot.Events {
@@ -444,7 +461,8 @@ func (m *Model) userMessage(task string, shot *screen.Shot) ([]item, picture, er
 	if err != nil {
 		return nil, picture{}, fmt.Errorf("openai: first input: %w", err)
 	}
-	return []item{{p: content(pic.url), blank: content, size: pic.size}}, pic, nil
+	omit := content("")
+	return []item{{p: content(pic.url), omit: &omit}}, pic, nil
 }
 
 func textMessage(text string) item {
@@ -511,7 +529,8 @@ func computerOutput(r harness.Result, c pending, pic picture) (item, []string) {
 			AcknowledgedSafetyChecks: acks,
 		}}
 	}
-	return item{p: out(pic.url), blank: out, size: pic.size}, stray
+	omit := out(placeholderURL)
+	return item{p: out(pic.url), omit: &omit}, stray
 }
 
 // functionOutput answers a function_call: a text saying what happened, then
@@ -528,21 +547,32 @@ func functionOutput(r harness.Result, c pending, pic picture, text []string, det
 			text = append(text, fmt.Sprintf("the zoomed image could not be sent: %v", err))
 		}
 	}
-	out := func(image string) responses.ResponseInputItemUnionParam {
-		return responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
-			CallID: param.NewOpt(c.id),
-			Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{
-				OfResponseFunctionCallOutputItemArray: responses.ResponseFunctionCallOutputItemListParam{
-					{OfInputText: &responses.ResponseInputTextContentParam{Text: strings.Join(text, "\n")}},
-					{OfInputImage: &responses.ResponseInputImageContentParam{
-						ImageURL: param.NewOpt(image),
-						Detail:   responses.ResponseInputImageContentDetail(detail),
-					}},
-				},
-			},
-		}}
+	full := functionText(c, text).p
+	list := &full.OfFunctionCallOutput.Output.OfResponseFunctionCallOutputItemArray
+	*list = append(*list, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
+		ImageURL: param.NewOpt(pic.url),
+		Detail:   responses.ResponseInputImageContentDetail(detail),
+	}})
+	omit := functionText(c, text).p
+	list = &omit.OfFunctionCallOutput.Output.OfResponseFunctionCallOutputItemArray
+	*list = append(*list, responses.ResponseFunctionCallOutputItemUnionParam{OfInputText: &responses.ResponseInputTextContentParam{Text: ctxpolicy.Placeholder}})
+	return item{p: full, omit: &omit}
+}
+
+// functionText answers a function_call with text only, as a list holding
+// one input_text.
+func functionText(c pending, text []string) item {
+	if len(text) == 0 {
+		text = []string{"ok"}
 	}
-	return item{p: out(pic.url), blank: out, size: pic.size}
+	return item{p: responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+		CallID: param.NewOpt(c.id),
+		Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{
+			OfResponseFunctionCallOutputItemArray: responses.ResponseFunctionCallOutputItemListParam{
+				{OfInputText: &responses.ResponseInputTextContentParam{Text: strings.Join(text, "\n")}},
+			},
+		},
+	}}}
 }
 
 // parse reads a response: the turn for the loop, the items to keep in the

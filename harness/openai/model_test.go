@@ -25,6 +25,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/openai/openaitest"
 	"github.com/spotter-harness/spotter/screen"
@@ -454,16 +455,16 @@ func TestRetry(t *testing.T) {
 	}
 }
 
-// TestKeepScreenshots: only the newest screenshots are sent in full; older
-// ones become blank images of the same size.
-func TestKeepScreenshots(t *testing.T) {
+// TestContextPolicy: only the newest screenshots are sent in full; older
+// ones become a small placeholder image.
+func TestContextPolicy(t *testing.T) {
 	click := openaitest.ComputerCall
 	srv := openaitest.NewServer(t,
 		openaitest.Reply{Output: []json.RawMessage{click("call_1", `{"type":"screenshot"}`)}},
 		openaitest.Reply{Output: []json.RawMessage{click("call_2", `{"type":"screenshot"}`)}},
 		openaitest.Reply{Output: []json.RawMessage{openaitest.Message("done")}},
 	)
-	m := newModel(t, srv, openai.Config{KeepScreenshots: 2})
+	m := newModel(t, srv, openai.Config{Context: ctxpolicy.Policy{Keep: 2, Chunk: 1}})
 	next(t, m, harness.Input{Task: "x", Shot: shot("f0001", "")})
 	next(t, m, harness.Input{Results: []harness.Result{{CallID: "call_1", Shot: shot("f0002", ""), Ran: 1}}})
 	next(t, m, harness.Input{Results: []harness.Result{{CallID: "call_2", Shot: shot("f0003", ""), Ran: 1}}})
@@ -475,11 +476,11 @@ func TestKeepScreenshots(t *testing.T) {
 			if u == full+base64.StdEncoding.EncodeToString(tinyPNG) {
 				kinds = append(kinds, "full")
 			} else {
-				kinds = append(kinds, "blank")
-				checkBlank(t, u)
+				kinds = append(kinds, "placeholder")
+				checkPlaceholder(t, u)
 			}
 		}
-		want := [][]string{{"full"}, {"full", "full"}, {"blank", "full", "full"}}[i]
+		want := [][]string{{"full"}, {"full", "full"}, {"full", "full"}}[i]
 		if diff := cmp.Diff(want, kinds); diff != "" {
 			t.Errorf("request %d screenshots (-want +got):\n%s", i, diff)
 		}
@@ -514,8 +515,8 @@ func imageURLs(t *testing.T, body []byte) []string {
 	return urls
 }
 
-// checkBlank checks that a data URL is a uniform PNG of the tiny image's size.
-func checkBlank(t *testing.T, u string) {
+// checkPlaceholder checks that a data URL is a uniform 16x10 PNG.
+func checkPlaceholder(t *testing.T, u string) {
 	t.Helper()
 	data, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(u, "data:image/png;base64,"))
 	if err != nil {
@@ -525,8 +526,8 @@ func checkBlank(t *testing.T, u string) {
 	if err != nil {
 		t.Fatalf("blank image: %v", err)
 	}
-	if b := img.Bounds(); b.Dx() != 4 || b.Dy() != 3 {
-		t.Errorf("blank image is %dx%d, want 4x3", b.Dx(), b.Dy())
+	if b := img.Bounds(); b.Dx() != 16 || b.Dy() != 10 {
+		t.Errorf("placeholder image is %dx%d, want 16x10", b.Dx(), b.Dy())
 	}
 }
 
@@ -539,7 +540,8 @@ func TestNewErrors(t *testing.T) {
 		{Functions: []string{"click"}}, // OpenAI's own action, not an extension
 		{ImageDetail: "ultra"},
 		{ReasoningSummary: "verbose"},
-		{KeepScreenshots: -1},
+		{Context: ctxpolicy.Policy{Keep: -2}},
+		{Context: ctxpolicy.Policy{Chunk: -1}},
 	} {
 		if _, err := openai.New(cfg); err == nil {
 			t.Errorf("New(%+v) = nil error, want one", cfg)
@@ -604,7 +606,7 @@ func TestLogs(t *testing.T) {
 		}},
 		openaitest.Reply{Output: []json.RawMessage{openaitest.Message("done")}},
 	)
-	m, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: "sk-secret-key", Logger: log, KeepScreenshots: 1})
+	m, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: "sk-secret-key", Logger: log, Context: ctxpolicy.Policy{Keep: 1, Chunk: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

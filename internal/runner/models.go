@@ -10,6 +10,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/harness/chat"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/script"
@@ -78,16 +79,20 @@ func buildModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, gete
 func providerModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, getenv func(string) string, client *http.Client, log *slog.Logger) (harness.Model, error) {
 	switch m.Provider {
 	case "script":
+		if m.Context != (ctxpolicy.Policy{}) {
+			return nil, fmt.Errorf("%w: model context: a script model is sent no screenshots", ErrTask)
+		}
 		return script.New(m.Turns, m.Strict == nil || *m.Strict), nil
 	case "anthropic":
 		c := anthropic.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
 		c.MaxTokens, c.HTTPClient, c.Tools, c.Browser = m.MaxTokens, client, tools, m.BrowserTools
+		c.Context = m.Context
 		return anthropic.New(c)
 	case "openai":
 		c := openai.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
-		c.MaxTokens, c.HTTPClient, c.Tools = m.MaxTokens, client, tools
+		c.MaxTokens, c.HTTPClient, c.Tools, c.Context = m.MaxTokens, client, tools, m.Context
 		if m.BrowserTools {
 			c.Functions = append(c.Functions, openai.BrowserFunctions()...)
 		}
@@ -96,12 +101,14 @@ func providerModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, g
 		c := gemini.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = cmp.Or(m.Name, c.Model), cmp.Or(m.BaseURL, c.BaseURL), display, log
 		c.MaxTokens, c.HTTPClient, c.Tools, c.Browser = m.MaxTokens, client, tools, m.BrowserTools
+		c.Context = m.Context
 		return gemini.New(c)
 	case "chat":
 		// Open models on an OpenAI-compatible endpoint (vLLM, Ollama, LM Studio).
 		c := chat.ConfigFromEnv(getenv)
 		c.Model, c.BaseURL, c.Display, c.Logger = m.Name, cmp.Or(m.BaseURL, c.BaseURL), display, log
 		c.MaxTokens, c.HTTPClient, c.Tools, c.Browser = m.MaxTokens, client, tools, m.BrowserTools
+		c.Context = m.Context
 		return chat.New(c)
 	}
 	return nil, fmt.Errorf("%w: unknown model provider %q (want one of %v)", ErrTask, m.Provider, Providers)

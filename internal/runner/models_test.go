@@ -9,6 +9,8 @@ import (
 
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
+	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -82,5 +84,25 @@ func TestBrowserToolsReachEveryProvider(t *testing.T) {
 	uitars := ModelSpec{Provider: "chat", Name: "ui-tars-1.5-7b", BrowserTools: true}
 	if _, err := NewModel(uitars, screen.Size{W: 1280, H: 800}, nil, func(string) string { return "k" }, nil); err == nil {
 		t.Errorf("chat UI-TARS with browser_tools: no error, want a refusal")
+	}
+}
+
+// TestContextReachesEveryProvider: model.context goes to each adapter,
+// which refuses a bad one.
+func TestContextReachesEveryProvider(t *testing.T) {
+	getenv := func(string) string { return "test-key" }
+	for _, p := range []string{"anthropic", "openai", "gemini", "chat"} {
+		m := ModelSpec{Provider: p, Name: "some-model", Context: ctxpolicy.Policy{Keep: 2, Chunk: 2}}
+		if _, err := NewModel(m, screen.Size{W: 1280, H: 800}, nil, getenv, nil); err != nil {
+			t.Errorf("%s with context %+v: %v", p, m.Context, err)
+		}
+		m.Context = ctxpolicy.Policy{Keep: -7}
+		if _, err := NewModel(m, screen.Size{W: 1280, H: 800}, nil, getenv, nil); err == nil || !strings.Contains(err.Error(), "keep -7") {
+			t.Errorf("%s with context %+v: error %v, want one about keep -7", p, m.Context, err)
+		}
+	}
+	script := ModelSpec{Provider: "script", Turns: []script.Turn{{Say: "hi"}}, Context: ctxpolicy.Policy{Keep: 2}}
+	if _, err := NewModel(script, screen.Size{W: 1280, H: 800}, nil, getenv, nil); err == nil {
+		t.Errorf("script with a context: no error, want a refusal")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -79,6 +80,13 @@ type ModelSpec struct {
 	// computer tool lacks (list, switch and close tabs, answer a dialog,
 	// upload a file), as the adapter's extra tool or functions.
 	BrowserTools bool `yaml:"browser_tools"`
+
+	// Context says which screenshots each request to the model carries
+	// in full: keep (the newest; -1 for all), chunk (how many older ones
+	// are replaced by a placeholder at a time) and repeats (send an
+	// unchanged screenshot again). Zero values are the defaults
+	// (harness/ctxpolicy).
+	Context ctxpolicy.Policy `yaml:"context"`
 
 	// Script models only.
 	Turns  []script.Turn `yaml:"turns"`
@@ -187,6 +195,11 @@ func (t *Task) check() error {
 		return bad("unknown model provider %q (want one of %v)", t.Model.Provider, Providers)
 	case t.Model.Provider == "script" && len(t.Model.Turns) == 0:
 		return bad("a script model needs turns")
+	case t.Model.Provider == "script" && t.Model.Context != (ctxpolicy.Policy{}):
+		return bad("model.context: a script model is sent no screenshots")
+	}
+	if err := t.Model.Context.Check(); err != nil {
+		return bad("model.%v", err)
 	}
 	if t.Image.Width > 0 {
 		// The image must keep the viewport's aspect, or clicks drift on one axis.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -41,6 +42,10 @@ func TestParseErrors(t *testing.T) {
 		{"dpr", minimal + "display: {width: 1280, height: 800, dpr: 9}\n", "dpr"},
 		{"format", minimal + "image: {format: gif}\n", "gif"},
 		{"bad policy kind", minimal + "policy: {allow: [teleport]}\n", "teleport"},
+		{"context keep", "task: t\nstart_url: about:blank\nmodel: {provider: anthropic, context: {keep: -2}}\n", "keep -2"},
+		{"context chunk", "task: t\nstart_url: about:blank\nmodel: {provider: gemini, context: {chunk: -1}}\n", "chunk -1"},
+		{"context field", "task: t\nstart_url: about:blank\nmodel: {provider: openai, context: {kept: 2}}\n", "kept"},
+		{"context for a script", "task: t\nstart_url: about:blank\nmodel: {turns: [{say: hi}], context: {keep: 2}}\n", "script"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +57,16 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("Parse() error = %v, want it to mention %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseContext(t *testing.T) {
+	got, err := Parse([]byte("task: t\nstart_url: about:blank\nmodel: {provider: anthropic, context: {keep: 2, chunk: 4, repeats: true}}\n"))
+	if err != nil {
+		t.Fatalf("Parse() error = %v", err)
+	}
+	if want := (ctxpolicy.Policy{Keep: 2, Chunk: 4, Repeats: true}); got.Model.Context != want {
+		t.Errorf("Parse() model.context = %+v, want %+v", got.Model.Context, want)
 	}
 }
 

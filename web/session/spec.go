@@ -10,6 +10,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -51,6 +52,10 @@ type ModelSpec struct {
 	Name      string `json:"name,omitempty"`
 	BaseURL   string `json:"base_url,omitempty"`
 	MaxTokens int    `json:"max_tokens,omitempty"`
+	// Context says which screenshots each request to the model carries
+	// in full (keep, chunk, repeats; zero values are the defaults of
+	// harness/ctxpolicy).
+	Context ctxpolicy.Policy `json:"context,omitzero"`
 }
 
 // DisplaySpec is the browser viewport.
