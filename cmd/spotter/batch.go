@@ -118,7 +118,12 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		summaryPath, junitPath := batch.Files(dir, sh)
 		fmt.Fprintf(stdout, "jobs:    %d: %d passed, %d failed, %d errors, %d not run (%d reused from an earlier run)\n",
 			sum.Total, sum.Passed, sum.Failed, sum.Errors, sum.Skipped, sum.Reused)
-		fmt.Fprintf(stdout, "time:    %s\n", sum.Elapsed.Round(time.Millisecond))
+		if len(sum.Attempts) > 1 {
+			fmt.Fprintf(stdout, "time:    %s (%s over the batch's %d runs)\n", sum.Elapsed.Round(time.Millisecond),
+				sum.TotalElapsed.Round(time.Millisecond), len(sum.Attempts))
+		} else {
+			fmt.Fprintf(stdout, "time:    %s\n", sum.Elapsed.Round(time.Millisecond))
+		}
 		fmt.Fprintf(stdout, "summary: %s\n", summaryPath)
 		fmt.Fprintf(stdout, "junit:   %s\n", junitPath)
 	}

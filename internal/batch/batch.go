@@ -11,7 +11,10 @@
 // directory is moved to DIR/.partial/<id> before it runs again.
 //
 // At the end Run writes DIR/summary.json (Summary) and DIR/junit.xml, one
-// testsuite with a testcase per job. A shard (see Shard) writes
+// testsuite with a testcase per job. A batch that took several runs to
+// finish reports the time of all of them: each run is recorded as an
+// Attempt in DIR/.attempts.json when it starts, and junit.xml's time is
+// their sum (see Summary.TotalElapsed). A shard (see Shard) writes
 // summary.I-of-N.json and junit.I-of-N.xml instead, so shards on several
 // machines can share one directory.
 package batch
@@ -26,6 +29,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -40,8 +45,9 @@ var ErrLocked = errors.New("batch is already running")
 
 // File names in the batch directory.
 const (
-	ResultFile = "result.json" // in DIR/<id>: written by the runner, last
-	PartialDir = ".partial"    // unfinished attempts, moved aside
+	ResultFile   = "result.json"    // in DIR/<id>: written by the runner, last
+	PartialDir   = ".partial"       // unfinished attempts, moved aside
+	AttemptsFile = ".attempts.json" // every run of the batch; a shard's is .attempts.I-of-N.json
 )
 
 // Isolation says where a job runs.
@@ -119,7 +125,9 @@ type JobResult struct {
 	Stop   harness.StopReason `json:"stop,omitempty"`
 	Steps  int                `json:"steps,omitempty"`
 	Error  string             `json:"error,omitempty"` // why it failed, erred or was skipped
-	// Duration is the job's wall time; for a reused job, its run's.
+	// Started is when the job started; Duration is its wall time (for a
+	// reused job, its run's).
+	Started  time.Time     `json:"started,omitzero"`
 	Duration time.Duration `json:"duration_ns"`
 	Dir      string        `json:"dir"`
 	Result   string        `json:"result,omitempty"`
@@ -133,7 +141,13 @@ type Summary struct {
 	Isolation Isolation     `json:"isolation"`
 	Parallel  int           `json:"parallel"`
 	Started   time.Time     `json:"started"`
-	Elapsed   time.Duration `json:"elapsed_ns"`
+	Elapsed   time.Duration `json:"elapsed_ns"` // this run's
+
+	// Attempts are the runs of the batch into its directory, oldest
+	// first, this one last. TotalElapsed is their sum: the batch's time
+	// over every run it took, which junit.xml reports.
+	Attempts     []Attempt     `json:"attempts,omitempty"`
+	TotalElapsed time.Duration `json:"total_elapsed_ns"`
 
 	Total   int `json:"total"`
 	Passed  int `json:"passed"`
@@ -149,6 +163,16 @@ type Summary struct {
 	Slowest time.Duration `json:"slowest_ns"`
 
 	Jobs []JobResult `json:"jobs"`
+}
+
+// Attempt is one run of a batch (or of a shard of one).
+type Attempt struct {
+	Started time.Time     `json:"started"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Estimated marks a run that did not get to record its end (it was
+	// killed): its time is from its start to the end of the last job it
+	// finished.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // OK reports whether every job passed.
@@ -202,6 +226,11 @@ func Run(ctx context.Context, jobs []Job, cfg Config) (Summary, error) {
 		Name: b.name, Shard: cfg.Shard.String(), Isolation: b.isolation, Parallel: b.parallel,
 		Started: time.Now(), Total: len(jobs), Jobs: make([]JobResult, len(jobs)),
 	}
+	attemptsPath := filepath.Join(b.out, strings.TrimSuffix(AttemptsFile, ".json")+cfg.Shard.suffix()+".json")
+	attempts, err := beginAttempt(attemptsPath, sum.Started)
+	if err != nil {
+		return Summary{}, err
+	}
 	b.progress.begin(len(jobs), sum.Started)
 	var todo []int
 	for i, j := range jobs {
@@ -243,6 +272,15 @@ feed:
 
 	sum.Elapsed = time.Since(sum.Started)
 	sum.count()
+	attempts[len(attempts)-1].Elapsed = sum.Elapsed
+	if err := writeAttempts(attemptsPath, attempts); err != nil {
+		b.progress.end(sum)
+		return sum, fmt.Errorf("record this run's time: %w", err)
+	}
+	sum.Attempts = estimate(attempts, sum.Jobs)
+	for _, a := range sum.Attempts {
+		sum.TotalElapsed += a.Elapsed
+	}
 	b.progress.end(sum)
 	summaryPath, junitPath := Files(b.out, cfg.Shard)
 	if err := writeFileAtomic(summaryPath, func(w io.Writer) error {
@@ -332,7 +370,7 @@ func (b *batch) finished(j Job) (JobResult, bool) {
 	r := b.result(j, res)
 	// The job's wall time, browser start included, as for a job run now:
 	// from its start to when its result was written.
-	r.Reused, r.Duration = true, res.Outcome.Elapsed
+	r.Reused, r.Started, r.Duration = true, res.Started, res.Outcome.Elapsed
 	if fi, err := os.Stat(path); err == nil && fi.ModTime().After(res.Started) {
 		r.Duration = fi.ModTime().Sub(res.Started)
 	}
@@ -391,7 +429,7 @@ func (b *batch) run(ctx context.Context, j Job) (JobResult, bool) {
 	default:
 		r = b.result(j, res)
 	}
-	r.Duration = elapsed
+	r.Started, r.Duration = start, elapsed
 	b.progress.finish(r)
 	return r, true
 }
@@ -434,6 +472,71 @@ func (s *Summary) count() {
 			s.Slowest = max(s.Slowest, j.Duration)
 		}
 	}
+}
+
+// beginAttempt records, in the attempts file at path, that a run of the
+// batch starts now, and returns every run recorded there, this one last.
+// A run records its end when it finishes (writeAttempts); one that was
+// killed leaves its Elapsed zero.
+func beginAttempt(path string, now time.Time) ([]Attempt, error) {
+	var attempts []Attempt
+	raw, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("read the batch's earlier runs: %w", err)
+	default:
+		if err := json.Unmarshal(raw, &attempts); err != nil {
+			// A torn file (a crash in the middle of the rename cannot
+			// leave one, a hand edit can): the earlier runs' times are
+			// estimated from their jobs instead.
+			attempts = nil
+		}
+	}
+	attempts = append(attempts, Attempt{Started: now})
+	if err := writeAttempts(path, attempts); err != nil {
+		return nil, fmt.Errorf("record this run: %w", err)
+	}
+	return attempts, nil
+}
+
+func writeAttempts(path string, attempts []Attempt) error {
+	return writeFileAtomic(path, func(w io.Writer) error { return json.NewEncoder(w).Encode(attempts) })
+}
+
+// estimate fills in the runs that did not record their end, from the jobs
+// they finished (a reused job's start and duration), and adds a run for
+// jobs finished before the first recorded one (a batch directory older than
+// the attempts file). The last attempt is the current run.
+func estimate(attempts []Attempt, jobs []JobResult) []Attempt {
+	out := slices.Clone(attempts)
+	var before Attempt // jobs before the first recorded run
+	var beforeEnd time.Time
+	for _, j := range jobs {
+		if !j.Reused || j.Started.IsZero() {
+			continue
+		}
+		end := j.Started.Add(j.Duration)
+		i := sort.Search(len(out), func(i int) bool { return out[i].Started.After(j.Started) }) - 1
+		switch {
+		case i < 0:
+			if before.Started.IsZero() || j.Started.Before(before.Started) {
+				before.Started = j.Started
+			}
+			if end.After(beforeEnd) {
+				beforeEnd = end
+			}
+		case i < len(out)-1 && (out[i].Elapsed == 0 || out[i].Estimated):
+			if d := end.Sub(out[i].Started); d > out[i].Elapsed {
+				out[i].Elapsed, out[i].Estimated = d, true
+			}
+		}
+	}
+	if !before.Started.IsZero() {
+		before.Elapsed, before.Estimated = beforeEnd.Sub(before.Started), true
+		out = append([]Attempt{before}, out...)
+	}
+	return out
 }
 
 // writeFileAtomic writes path through a temporary file and a rename, so a

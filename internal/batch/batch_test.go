@@ -92,6 +92,10 @@ func (f *fake) run(ctx context.Context, t runner.Task, o runner.Options) (runner
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return res, err
 	}
+	// The file's time is the clock's, which is fake inside synctest.
+	if err := os.Chtimes(tmp, time.Now(), time.Now()); err != nil {
+		return res, err
+	}
 	return res, os.Rename(tmp, filepath.Join(o.Out, batch.ResultFile))
 }
 
@@ -533,3 +537,103 @@ func writeFile(t *testing.T, path, data string) string {
 }
 
 func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// TestJUnitTimeCoversEveryRun finishes a batch in three runs: one that
+// completes, one killed (it leaves its end unrecorded) and the one that
+// finishes. junit.xml's time is the sum of the three runs' time, from the
+// first one's start, and leaves out the hour between runs.
+func TestJUnitTimeCoversEveryRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		f := &fake{}
+		all := jobs("a:pass:10", "b:pass:10", "c:pass:10")
+		first := time.Now()
+		if _, err := batch.Run(t.Context(), all[:1], batch.Config{Out: dir, Runner: f.run}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour) // nobody runs the batch for an hour (fake time)
+
+		// The second run finishes b at 10s and is killed at 15s, while c
+		// runs: it never records its end.
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(15*time.Second, cancel)
+		if _, err := batch.Run(ctx, all, batch.Config{Out: dir, Runner: f.run}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run(cancelled) error = %v, want context.Canceled", err)
+		}
+		path := filepath.Join(dir, batch.AttemptsFile)
+		var attempts []batch.Attempt
+		raw, err := os.ReadFile(path)
+		if err == nil {
+			err = json.Unmarshal(raw, &attempts)
+		}
+		if err != nil || len(attempts) != 2 || attempts[1].Elapsed != 15*time.Second {
+			t.Fatalf("%s = %s (%v), want two runs, the second of 15s", path, raw, err)
+		}
+		attempts[1].Elapsed = 0 // as SIGKILL leaves it
+		raw, _ = json.Marshal(attempts)
+		writeFile(t, path, string(raw))
+		time.Sleep(time.Hour)
+
+		sum, err := batch.Run(t.Context(), all, batch.Config{Out: dir, Runner: f.run})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Elapsed != 10*time.Second {
+			t.Errorf("third run's elapsed = %v, want 10s (job c)", sum.Elapsed)
+		}
+		type span struct {
+			Offset, Elapsed time.Duration
+			Estimated       bool
+		}
+		var got []span
+		for _, a := range sum.Attempts {
+			got = append(got, span{a.Started.Sub(first), a.Elapsed, a.Estimated})
+		}
+		want := []span{
+			{0, 10 * time.Second, false},
+			{time.Hour + 10*time.Second, 10 * time.Second, true}, // to the end of b, the last job it finished
+			{2*time.Hour + 25*time.Second, 10 * time.Second, false},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("summary's runs (-want +got):\n%s", diff)
+		}
+		if sum.TotalElapsed != 30*time.Second {
+			t.Errorf("TotalElapsed = %v, want 30s", sum.TotalElapsed)
+		}
+		_, junitPath := batch.Files(dir, batch.Shard{})
+		fh, err := os.Open(junitPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fh.Close()
+		root := parseXML(t, fh)
+		suite := childrenNamed(root, "testsuite")[0]
+		wantStamp := first.UTC().Format("2006-01-02T15:04:05")
+		if root.attrs["time"] != "30.000" || suite.attrs["time"] != "30.000" || suite.attrs["timestamp"] != wantStamp {
+			t.Errorf("junit time %q, suite time %q, timestamp %q; want 30.000, 30.000 and the first run's start %s",
+				root.attrs["time"], suite.attrs["time"], suite.attrs["timestamp"], wantStamp)
+		}
+	})
+}
+
+// On a narrow terminal the bar still names the running job.
+func TestProgressBarNarrow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		f := &fake{}
+		_, err := batch.Run(t.Context(), jobs("checkout-with-saved-card:pass:3"),
+			batch.Config{Out: t.TempDir(), Runner: f.run, Progress: &buf, Bar: true, Width: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if !strings.Contains(out, "0/1 checkout-with-saved-card") {
+			t.Errorf("bar output %q does not name the running job whole", out)
+		}
+		for l := range strings.SplitSeq(out, "\r\x1b[K") {
+			if n := len([]rune(strings.TrimSuffix(l, "\n"))); n > 29 {
+				t.Errorf("bar line %q is %d columns wide, want at most 29", l, n)
+			}
+		}
+	})
+}

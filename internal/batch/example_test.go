@@ -15,9 +15,11 @@ import (
 
 func ExampleParse() {
 	const jobsFile = `{"id":"checkin","start_url":"demo:/","model":{"provider":"script","turns":[{"say":"done"}]}}
-{"start_url":"about:blank","max_steps":5,"model":{"provider":"anthropic","cassette":"cassettes/a.json"}}
+{"start_url":"about:blank","max_steps":5,"model":{"provider":"anthropic","cassette":"cassettes/demo-anthropic.json"}}
 `
-	jobs, err := batch.Parse(strings.NewReader(jobsFile), "/srv/jobs")
+	// Relative paths are relative to the jobs file's directory; the
+	// cassette must be there (Parse reads it).
+	jobs, err := batch.Parse(strings.NewReader(jobsFile), "../../examples")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,7 +37,7 @@ func ExampleParse() {
 	}
 	// Output:
 	// checkin (line 1): demo:/, script model
-	// line-2 (line 2): about:blank, anthropic model replaying /srv/jobs/cassettes/a.json
+	// line-2 (line 2): about:blank, anthropic model replaying ../../examples/cassettes/demo-anthropic.json
 	// shard 0/2 runs checkin
 	// shard 1/2 runs line-2
 }

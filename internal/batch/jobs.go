@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/internal/runner"
 )
 
@@ -56,13 +57,16 @@ func Load(path string) ([]Job, error) {
 // job.
 //
 // Parse checks every line before returning, so a batch never starts on a
-// file with a bad line in it. Errors wrap ErrJobs (or runner.ErrTask) and
-// name the line.
+// file with a bad line in it. That includes the cassettes tasks replay: each
+// is read and checked once, so a missing or broken one stops the batch
+// before its first job, not when the job that needs it comes up. Errors
+// wrap ErrJobs (or runner.ErrTask) and name the line.
 func Parse(r io.Reader, dir string) ([]Job, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	var jobs []Job
 	seen := map[string]int{}
+	cassettes := map[string]error{} // path -> what loading it said
 	n := 0
 	for sc.Scan() {
 		n++
@@ -71,6 +75,9 @@ func Parse(r io.Reader, dir string) ([]Job, error) {
 			continue
 		}
 		j, err := parseLine(line, n, dir)
+		if err == nil {
+			err = checkCassette(j, cassettes)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
@@ -123,6 +130,25 @@ func parseLine(line []byte, n int, dir string) (Job, error) {
 		j.Task.Name = j.ID
 	}
 	return j, nil
+}
+
+// checkCassette loads the cassette j's model replays, if any, once per
+// path: a job that would fail at its start for want of it fails the
+// whole jobs file instead.
+func checkCassette(j Job, loaded map[string]error) error {
+	path := j.Task.Model.Cassette
+	if path == "" {
+		return nil
+	}
+	err, ok := loaded[path]
+	if !ok {
+		_, err = cassette.Load(path)
+		loaded[path] = err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: job %s: model.cassette: %v", ErrJobs, j.ID, err)
+	}
+	return nil
 }
 
 // checkID rejects ids that are not safe directory names or that would

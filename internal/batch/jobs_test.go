@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,13 +20,27 @@ func TestParse(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy.yaml"), []byte("allow: [click]\nhosts: [example.com]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The cassettes the jobs replay must exist: Parse reads them.
+	demo, err := os.ReadFile("../../examples/cassettes/demo-anthropic.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs := filepath.Join(t.TempDir(), "x.json")
+	for _, p := range []string{filepath.Join(dir, "c", "x.json"), abs} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, demo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	in := strings.Join([]string{
 		`{"id":"first",` + scriptTask + `}`,
 		``,
 		`  {` + scriptTask + `,"name":"named"}  `,
 		`{"id":"third",` + scriptTask + `,"policy_file":"policy.yaml","max_steps":3,"timeout":"30s"}`,
 		`{"id":"replay","start_url":"demo:/","model":{"provider":"anthropic","cassette":"c/x.json"}}`,
-		`{"id":"abs","start_url":"demo:/","model":{"provider":"anthropic","cassette":"/abs/x.json"}}`,
+		`{"id":"abs","start_url":"demo:/","model":{"provider":"anthropic","cassette":` + strconv.Quote(abs) + `}}`,
 	}, "\n")
 	jobs, err := Parse(strings.NewReader(in), dir)
 	if err != nil {
@@ -51,7 +66,7 @@ func TestParse(t *testing.T) {
 		{"line-3", "named", 3, 50, nil, "", "10m0s", "about:blank", 1},
 		{"third", "third", 4, 3, []string{"example.com"}, "", "30s", "about:blank", 1},
 		{"replay", "replay", 5, 50, nil, filepath.Join(dir, "c/x.json"), "10m0s", "demo:/", 0},
-		{"abs", "abs", 6, 50, nil, "/abs/x.json", "10m0s", "demo:/", 0},
+		{"abs", "abs", 6, 50, nil, abs, "10m0s", "demo:/", 0},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse() jobs (-want +got):\n%s", diff)
@@ -78,10 +93,20 @@ func TestParseErrors(t *testing.T) {
 		{"bad task", `{"id":"a","start_url":"ftp://x","model":{"provider":"script","turns":[{}]}}`, runner.ErrTask, "start_url"},
 		{"second line bad", `{` + scriptTask + "}\n{}", runner.ErrTask, "line 2:"},
 		{"missing policy file", `{"id":"a",` + scriptTask + `,"policy_file":"nope.yaml"}`, runner.ErrTask, "policy_file"},
+		// A cassette that is not there is found before any job runs, on
+		// its line, even when an earlier line is fine.
+		{"missing cassette", `{` + scriptTask + "}\n" + `{"id":"replay","start_url":"demo:/","model":{"provider":"anthropic","cassette":"nope.json"}}`,
+			ErrJobs, "line 2: invalid jobs file: job replay: model.cassette: load cassette: open "},
+		{"broken cassette", `{"id":"replay","start_url":"demo:/","model":{"provider":"anthropic","cassette":"broken.json"}}`,
+			ErrJobs, "line 1: invalid jobs file: job replay: model.cassette: load cassette "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(strings.NewReader(tt.in), t.TempDir())
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"version": 1, "interactions": [`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Parse(strings.NewReader(tt.in), dir)
 			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.msg) {
 				t.Errorf("Parse(%q) error = %v, want %v containing %q", tt.in, err, tt.want, tt.msg)
 			}

@@ -67,18 +67,25 @@ type junitProblem struct {
 const maxMessage = 1000
 
 // writeJUnit writes s as one testsuite with a testcase per job. Paths in
-// system-out are absolute: dir is the batch directory's absolute path.
+// system-out are absolute: dir is the batch directory's absolute path. The
+// suite's time and timestamp are those of the whole batch: every run it
+// took to finish, from the first one's start.
 func writeJUnit(w io.Writer, s Summary, dir, hostname string) error {
+	started, elapsed := s.Started, cmp.Or(s.TotalElapsed, s.Elapsed)
+	if len(s.Attempts) > 0 {
+		started = s.Attempts[0].Started
+	}
 	suite := junitSuite{
 		Name: s.Name, Tests: s.Total, Failures: s.Failed, Errors: s.Errors, Skipped: s.Skipped,
-		Time:      seconds(s.Elapsed),
-		Timestamp: s.Started.UTC().Format("2006-01-02T15:04:05"),
+		Time:      seconds(elapsed),
+		Timestamp: started.UTC().Format("2006-01-02T15:04:05"),
 		Hostname:  hostname,
 		Package:   s.Name,
 		Properties: []junitProperty{
 			{"isolation", string(s.Isolation)},
 			{"parallel", strconv.Itoa(s.Parallel)},
 			{"reused", strconv.Itoa(s.Reused)},
+			{"runs", strconv.Itoa(max(len(s.Attempts), 1))},
 		},
 	}
 	if s.Shard != "" {

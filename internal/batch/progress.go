@@ -187,23 +187,102 @@ func (p *progress) emit(e Event) {
 
 // draw redraws the bar on the current line. The caller holds p.mu.
 func (p *progress) draw() {
-	const cells = 24
-	filled := 0
-	if p.total > 0 {
-		filled = cells * p.done / p.total
-	}
-	el := time.Since(p.started).Truncate(time.Second)
-	line := fmt.Sprintf("[%s%s] %d/%d  %d passed  %d failed  %d errors",
-		strings.Repeat("#", filled), strings.Repeat("-", cells-filled), p.done, p.total, p.passed, p.failed, p.errors)
-	if p.reused > 0 {
-		line += fmt.Sprintf("  (%d from an earlier run)", p.reused)
-	}
-	line += fmt.Sprintf("  %s", clock(el))
-	if len(p.running) > 0 {
-		line += "  running: " + strings.Join(p.running, ", ")
-	}
-	fmt.Fprintf(p.w, "\r\x1b[K%s", clip(line, p.width-1))
+	fmt.Fprintf(p.w, "\r\x1b[K%s", p.line(time.Since(p.started).Truncate(time.Second)))
 }
+
+// minName is how much of a running job's name the bar keeps at least, so
+// that a narrow terminal still says which job runs.
+const minName = 12
+
+// line is the bar's text after el, at most p.width-1 columns. On a wide
+// terminal it says everything; on a narrow one the bar gets shorter and the
+// counts terser, then go, before a running job's name is cut: the names say
+// which jobs are running, which nothing else on the screen does. A name is
+// cut last, in its middle, to no fewer than minName runes. The caller holds
+// p.mu.
+func (p *progress) line(el time.Duration) string {
+	width := p.width - 1
+	reused := ""
+	if p.reused > 0 {
+		reused = fmt.Sprintf("  (%d from an earlier run)", p.reused)
+	}
+	bar := func(cells int) string {
+		filled := 0
+		if p.total > 0 {
+			filled = cells * p.done / p.total
+		}
+		return "[" + strings.Repeat("#", filled) + strings.Repeat("-", cells-filled) + "]"
+	}
+	levels := []struct{ status, prefix string }{
+		{fmt.Sprintf("%s %d/%d  %d passed  %d failed  %d errors%s  %s", bar(24), p.done, p.total, p.passed, p.failed, p.errors, reused, clock(el)), "  running: "},
+		{fmt.Sprintf("%s %d/%d  %d passed  %d failed  %d errors  %s", bar(10), p.done, p.total, p.passed, p.failed, p.errors, clock(el)), "  running: "},
+		{fmt.Sprintf("%d/%d ok %d fail %d err %d %s", p.done, p.total, p.passed, p.failed, p.errors, clock(el)), " > "},
+		{fmt.Sprintf("%d/%d %s", p.done, p.total, clock(el)), " > "},
+		{fmt.Sprintf("%d/%d", p.done, p.total), " "},
+	}
+	if len(p.running) == 0 {
+		for _, l := range levels {
+			if runeLen(l.status) <= width {
+				return l.status
+			}
+		}
+		return clip(levels[len(levels)-1].status, width)
+	}
+	// The most detailed status that leaves room for the first running
+	// job's whole name (and the count of the others); failing that, the
+	// tersest, which leaves the most room.
+	whole := runeLen(clip(p.running[0], 1<<20))
+	if len(p.running) > 1 {
+		whole += runeLen(fmt.Sprintf(", +%d", len(p.running)-1))
+	}
+	for _, l := range levels {
+		if room := width - runeLen(l.status) - runeLen(l.prefix); room >= whole {
+			return l.status + l.prefix + names(p.running, room)
+		}
+	}
+	l := levels[len(levels)-1]
+	return clip(l.status+l.prefix+names(p.running, max(width-runeLen(l.status)-runeLen(l.prefix), minName)), width)
+}
+
+// names lists the running jobs in at most room columns: as many whole
+// names as fit, then "+N" for the others; a first name too long for the
+// room keeps its start and its end, which tell similar names apart.
+func names(running []string, room int) string {
+	clean := make([]string, len(running))
+	for i, n := range running {
+		clean[i] = clip(n, 1<<20)
+	}
+	if all := strings.Join(clean, ", "); runeLen(all) <= room {
+		return all
+	}
+	for k := len(clean) - 1; k >= 1; k-- {
+		s := strings.Join(clean[:k], ", ") + fmt.Sprintf(", +%d", len(clean)-k)
+		if runeLen(s) <= room {
+			return s
+		}
+	}
+	more := ""
+	if len(clean) > 1 {
+		more = fmt.Sprintf(" +%d", len(clean)-1)
+	}
+	return middle(clean[0], max(room-runeLen(more), 1)) + more
+}
+
+// middle shortens s to n runes by cutting out its middle.
+func middle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 3 {
+		return string(r[:n])
+	}
+	head := (n - 1 + 1) / 2
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+func runeLen(s string) int { return len([]rune(s)) }
 
 // clock formats d as m:ss or h:mm:ss.
 func clock(d time.Duration) string {
