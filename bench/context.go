@@ -44,7 +44,8 @@ type ContextCost struct {
 	Model    string `json:"model"`
 	Policy   string `json:"policy"`
 	Requests int    `json:"requests"`
-	// Images counts the images sent, over every request.
+	// Images counts the screenshots sent in full, over every request
+	// (not OpenAI's 16x10 placeholder images).
 	Images int `json:"images"`
 	// InputTokens are the input tokens the requests carried, before any
 	// cache price: ImageTokens of images, the rest text.
@@ -129,7 +130,7 @@ func contextProviders() []contextProvider {
 				case "reference": // UI-TARS deployments: the 5 newest images
 					return ctxpolicy.Policy{Keep: 5, Chunk: 1, Repeats: true}
 				}
-				return ctxpolicy.Policy{}
+				return ctxpolicy.Policy{}.Uncached() // what the chat adapter makes of the zero Policy
 			},
 			run: runChat},
 	}
@@ -289,7 +290,7 @@ func contextScreens(s screen.Size) [][]byte {
 			}
 		}
 		fill(0, 0, s.W, 56, color.RGBA{R: 0x22, G: 0x44, B: 0x88, A: 0xff}) // header
-		for b := range 6 {                                                   // panels and buttons
+		for b := range 6 {                                                  // panels and buttons
 			x, y := rng.IntN(s.W-200), 80+rng.IntN(s.H-160)
 			fill(x, y, x+80+rng.IntN(200), y+24+rng.IntN(60), color.RGBA{R: uint8(40 * b), G: 0xa0, B: uint8(255 - 30*b), A: 0xff})
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -311,4 +313,52 @@ func TestReplay(t *testing.T) {
 			t.Errorf("cached tokens (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestContextSweep prices the task with the policies around the default,
+// to choose it: with SPOTTER_CONTEXT_SWEEP=1 it logs the table
+// docs/PERFORMANCE.md shows and checks that the default chunk is within 2%
+// of the cheapest at the default keep, for every provider with cache
+// prices. It takes a few minutes.
+func TestContextSweep(t *testing.T) {
+	if os.Getenv("SPOTTER_CONTEXT_SWEEP") != "1" {
+		t.Skip("SPOTTER_CONTEXT_SWEEP=1 prices the task with every policy of the sweep")
+	}
+	chunks := []int{1, 2, 3, 4, 5, 6, 8, 10, 12, 16}
+	for _, p := range contextProviders() {
+		task := newContextTask(p.name, p.model, ContextSteps)
+		_, all, err := p.cost(t.Context(), task, "send-all", sendAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line strings.Builder
+		fmt.Fprintf(&line, "%s (send-all %.0f):", p.name, all)
+		best, atDefault := 0.0, 0.0
+		for _, keep := range []int{1, 2, 3, 4, 5} {
+			fmt.Fprintf(&line, "\n  keep %d:", keep)
+			for _, chunk := range chunks {
+				policy := ctxpolicy.Policy{Keep: keep, Chunk: chunk}
+				if p.name == "chat" && policy.Most() > chat.DefaultMaxImages {
+					continue
+				}
+				_, v, err := p.cost(t.Context(), task, "spotter", policy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&line, " c%d %.0f", chunk, v)
+				if keep == ctxpolicy.DefaultKeep {
+					if best == 0 || v < best {
+						best = v
+					}
+					if chunk == ctxpolicy.DefaultChunk {
+						atDefault = v
+					}
+				}
+			}
+		}
+		t.Log(line.String())
+		if p.cache.kind != "none" && atDefault > best*1.02 {
+			t.Errorf("%s: the default chunk %d costs %.0f, the best at keep %d %.0f", p.name, ctxpolicy.DefaultChunk, atDefault, ctxpolicy.DefaultKeep, best)
+		}
+	}
 }

@@ -360,9 +360,11 @@ func blockOf(prefix string, raw json.RawMessage, rules cacheRules) (block, error
 	b.tokens = (len(text) + 3) / 4
 	for _, s := range sizes {
 		b.imageTokens += screen.ImageTokens(rules.tokens, s)
+		if s.W > 16 || s.H > 10 {
+			b.images++
+		}
 	}
 	b.tokens += b.imageTokens
-	b.images = len(sizes)
 	return b, nil
 }
 
