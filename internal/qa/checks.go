@@ -188,7 +188,7 @@ func (c *checker) region(ctx context.Context, rg Region, r *CheckResult) error {
 		r.Detail = fmt.Sprintf("%.2f%% of the region differs (tolerance %.2f%%)", 100*d.Score, 100*tol)
 		return nil
 	}
-	if b, err := replay.EncodePNG(replay.SideBySide(want, got, d)); err == nil {
+	if b, err := replay.EncodePNG(captioned(replay.SideBySide(want, got, d), regionCaptions)); err == nil {
 		r.Diff = filepath.ToSlash(filepath.Join("checks", rg.Name+"-diff.png"))
 		if err := os.WriteFile(filepath.Join(c.out, r.Diff), b, 0o644); err != nil {
 			r.Diff = ""

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/internal/runner"
 )
 
@@ -147,6 +148,20 @@ func parse(b []byte, dir string) (Test, error) {
 	}
 	if t.VNC != nil && t.VNC.Addr == "" {
 		return Test{}, fmt.Errorf("%w: vnc needs an addr", ErrTest)
+	}
+	targets, err := scriptTargets(t.Task.Model.Turns)
+	if err != nil {
+		return Test{}, err
+	}
+	if targets && t.VNC != nil {
+		return Test{}, fmt.Errorf("%w: a desktop has no DOM to find a target in; give x and y", ErrTest)
+	}
+	// A cassette the model replays is read now, so that a suite with a
+	// missing one stops before its first test.
+	if c := t.Task.Model.Cassette; c != "" {
+		if _, err := cassette.Load(c); err != nil {
+			return Test{}, fmt.Errorf("%w: model.cassette: %v", ErrTest, err)
+		}
 	}
 	if t.Threshold < 0 || t.Threshold >= 1 {
 		return Test{}, fmt.Errorf("%w: replay_threshold %g is outside [0, 1)", ErrTest, t.Threshold)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/spotter-harness/spotter/harness/cassette"
+	"github.com/spotter-harness/spotter/internal/replay"
 )
 
 func integration(t *testing.T) {
@@ -160,6 +161,18 @@ checks:
 	if !strings.Contains(html, `src="`+r.Replay.Divergences[0].Diff+`"`) {
 		t.Errorf("report.html does not show the diff image %s", r.Replay.Divergences[0].Diff)
 	}
+	if !strings.Contains(html, "<span>recorded</span><span>actual</span><span>difference</span>") {
+		t.Errorf("report.html does not caption the replay's diff")
+	}
+	b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(r.Replay.Divergences[0].Diff)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := replay.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCaptions(t, img, replayCaptions)
 }
 
 // TestCassetteReplay runs the demo task on the recorded Claude cassette

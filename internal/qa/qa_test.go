@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"image"
+	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/image/draw"
+	"golang.org/x/image/font/basicfont"
+
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/internal/replay"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
 )
@@ -197,5 +203,95 @@ func TestRunRefusesBadInput(t *testing.T) {
 	_, err := Run(t.Context(), []string{filepath.Join(t.TempDir(), "missing.yaml")}, Options{Out: t.TempDir()})
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Run(missing file) error = %v, want not exist", err)
+	}
+}
+
+// A region that does not match its baseline leaves a diff image whose band
+// names its three panels, and the report captions them too.
+func TestRegionDiffCaptioned(t *testing.T) {
+	dir := t.TempDir()
+	test := Test{Task: mustTask(t).Task, Baselines: filepath.Join(dir, "baselines"),
+		Checks: []Check{{Region: &Region{Name: "card", W: 160, H: 60}}}}
+	// A baseline of another colour than anything the fake shows.
+	base := image.NewRGBA(image.Rect(0, 0, 160, 60))
+	draw.Draw(base, base.Bounds(), image.NewUniform(color.RGBA{0x10, 0x80, 0x10, 0xff}), image.Point{}, draw.Src)
+	png, err := replay.EncodePNG(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "baselines", test.Task.Name, "card.png")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &checker{test: test, disp: &screentest.Fake{URL: "about:blank"}, out: dir}
+	r := c.run(t.Context())[0]
+	if r.OK || r.Diff == "" {
+		t.Fatalf("region check against a different baseline: %+v, want a failure with a diff", r)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, r.Diff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := replay.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bounds := img.Bounds(); bounds.Dy() != 60+captionBand {
+		t.Errorf("diff image is %v, want %d px taller than the region for its captions", bounds, captionBand)
+	}
+	checkCaptions(t, img, regionCaptions)
+
+	s := Suite{Failed: 1, Tests: []TestResult{{Name: "t1", Dir: "t1", Failure: "check: differs",
+		Checks: []CheckResult{{Name: "region card", Detail: "differs", Actual: "t1/checks/card.png", Diff: "t1/checks/card-diff.png"}}}}}
+	if err := writeReport(filepath.Join(dir, ReportFile), s); err != nil {
+		t.Fatal(err)
+	}
+	html, _ := os.ReadFile(filepath.Join(dir, ReportFile))
+	for _, want := range []string{"<span>baseline</span><span>actual</span><span>difference</span>", "Baseline (the stored image), actual (this run's capture), difference (changed pixels in red)"} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("report.html does not caption the diff with %q", want)
+		}
+	}
+}
+
+func TestFit(t *testing.T) {
+	face := basicfont.Face7x13
+	for _, tt := range []struct {
+		s     string
+		width int
+		want  string
+	}{
+		{"difference", 200, "difference"},
+		{"difference", 50, "differ."},
+		{"difference", 10, "d"},
+		{"difference", 3, ""},
+	} {
+		if got := fit(face, tt.s, tt.width); got != tt.want {
+			t.Errorf("fit(%q, %d) = %q, want %q", tt.s, tt.width, got, tt.want)
+		}
+	}
+}
+
+// checkCaptions checks that each panel's part of a diff image's caption band
+// has caption text (white pixels) in it.
+func checkCaptions(t *testing.T, img image.Image, caps [3]string) {
+	t.Helper()
+	bounds := img.Bounds()
+	pw := (bounds.Dx() - 2*sideGap) / 3
+	for i, name := range caps {
+		white := 0
+		for y := 0; y < captionBand; y++ {
+			for x := i * (pw + sideGap); x < i*(pw+sideGap)+pw; x++ {
+				if r, g, b, _ := img.At(x, y).RGBA(); r > 0xe000 && g > 0xe000 && b > 0xe000 {
+					white++
+				}
+			}
+		}
+		if white < 20 {
+			t.Errorf("panel %d's caption %q: %d white pixels in the band, want its letters", i, name, white)
+		}
 	}
 }

@@ -261,6 +261,12 @@ table { border-collapse: collapse; margin: 8px 0; } td, th { border-bottom: 1px 
 .mark { position: absolute; width: 12px; height: 12px; margin: -8px 0 0 -8px; border: 2px solid #e01010; border-radius: 50%; }
 .cap { font-size: 12px; color: #5b6680; }
 img.diff, img.gif { max-width: 100%; border: 1px solid #ccd; }
+figure.diff { margin: 6px 0; display: inline-block; max-width: 100%; }
+figure.diff .caps { display: grid; grid-template-columns: repeat(3, 1fr); gap: 8px; font-size: 12px; font-weight: 600; color: #1d2433; }
+figure.diff .caps span { text-align: center; }
+figure.diff figcaption { font-size: 12px; color: #5b6680; }
+figure.region { margin: 6px 0; }
+figure.region figcaption { font-size: 12px; color: #5b6680; }
 </style></head><body>
 <h1>Spotter test report</h1>
 <p class="sum">{{.Passed}} passed, {{.Failed}} failed, {{len .Tests}} tests in {{dur .Elapsed}}. JUnit: <a href="{{.JUnit}}">{{.JUnit}}</a></p>
@@ -275,10 +281,10 @@ img.diff, img.gif { max-width: 100%; border: 1px solid #ccd; }
 {{if .Outcome.Text}}<p><b>Model:</b> {{.Outcome.Text}}</p>{{end}}
 {{if .Checks}}<table><tr><th>check</th><th></th><th>detail</th></tr>
 {{range .Checks}}<tr><td>{{.Name}}</td><td>{{if .OK}}<span class="pass">ok</span>{{else}}<span class="fail">FAIL</span>{{end}}</td><td>{{.Detail}}
-{{if .Actual}}<br><img src="{{.Actual}}" alt="captured region">{{end}}{{if .Diff}}<br><img class="diff" src="{{.Diff}}" alt="baseline, actual, difference">{{end}}</td></tr>
+{{if and .Actual (not .Diff)}}<figure class="region"><img src="{{.Actual}}" alt="the captured region"><figcaption>actual: the region as captured</figcaption></figure>{{end}}{{if .Diff}}<figure class="diff"><div class="caps" aria-hidden="true"><span>baseline</span><span>actual</span><span>difference</span></div><img class="diff" src="{{.Diff}}" alt="left: the baseline; middle: the actual capture; right: the difference, changed pixels in red"><figcaption>Baseline (the stored image), actual (this run's capture), difference (changed pixels in red)</figcaption></figure>{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{with .Replay}}<div class="replay">{{if .Replayed}}<p><b>Replay</b>{{if .HealedAt}}: healed by the model from step {{.HealedAt}}{{end}}</p>{{end}}
-{{range .Divergences}}<p class="fail">Diverged at step {{.Step}} (difference {{score .Score}}): {{.Err}}</p>{{if .Diff}}<p class="cap">recorded · now · difference</p><img class="diff" src="{{.Diff}}" alt="recorded, actual, difference">{{end}}
+{{range .Divergences}}<p class="fail">Diverged at step {{.Step}} (difference {{score .Score}}): {{.Err}}</p>{{if .Diff}}<figure class="diff"><div class="caps" aria-hidden="true"><span>recorded</span><span>actual</span><span>difference</span></div><img class="diff" src="{{.Diff}}" alt="left: the recorded screen; middle: the screen now; right: the difference, changed pixels in red"><figcaption>Recorded (the screen the recording saw), actual (the screen now), difference (changed pixels in red)</figcaption></figure>{{end}}
 {{end}}{{if .Recorded}}<p class="cap">Recorded for replay in {{.Recorded}}</p>{{end}}</div>{{end}}
 {{if .GIF}}<details open><summary>Animated replay</summary><img class="gif" src="{{.GIF}}" alt="animated replay of the run"></details>{{end}}
 <div class="timeline">{{range .Shots}}<div class="shot"><div class="pic"><img src="{{.Src}}" alt="screenshot {{.FrameID}}" loading="lazy">{{range .MarkStyles}}<span class="mark" style="{{.}}"></span>{{end}}</div>

@@ -255,6 +255,11 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		return err
 	}
 	defer closeDisp()
+	if rp == nil && task.Model.Provider == "script" {
+		if targets, _ := scriptTargets(task.Model.Turns); targets { // checked when the file was read
+			model = &targeting{model: model, eval: eval, note: func(s string) { o.progress("    %s", s) }}
+		}
+	}
 	if t.VNC == nil {
 		if err := disp.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: startURL}}); err != nil {
 			return fmt.Errorf("open %s: %w", startURL, err)
@@ -309,6 +314,9 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		r.Replay = &ReplayResult{Replayed: true, HealedAt: rp.HealedAt}
 		for _, d := range rp.Divergences {
 			if d.Diff != "" {
+				if err := captionFile(d.Diff, replayCaptions); err != nil {
+					log.Warn("caption a replay's diff", "file", d.Diff, "err", err)
+				}
 				if p, err := filepath.Rel(o.Out, d.Diff); err == nil {
 					d.Diff = filepath.ToSlash(p)
 				}
