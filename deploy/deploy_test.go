@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,6 +98,28 @@ func readKustomization(t *testing.T, dir string) kustomization {
 		}
 	}
 	return k
+}
+
+// copyLine is a Dockerfile COPY from the build context.
+var copyLine = regexp.MustCompile(`(?m)^COPY +([^-\s][^\s]*) +(/[^\s]+)\s*$`)
+
+// inImage rewrites the image's paths in b (a jobs file's cassettes, say)
+// to where they come from in this repository, as the Dockerfile's COPY
+// lines put them there.
+func inImage(t *testing.T, b []byte) []byte {
+	t.Helper()
+	df, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range copyLine.FindAllSubmatch(df, -1) {
+		src, err := filepath.Abs(filepath.Join("..", string(m[1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.ReplaceAll(b, append(bytes.TrimSuffix(m[2], []byte("/")), '/'), []byte(src+"/"))
+	}
+	return b
 }
 
 // imageUID is the uid the Dockerfile's spotter user gets.
@@ -319,8 +342,17 @@ func TestBatchJob(t *testing.T) {
 	}
 	checkImages(t, k, job.Spec.Template.Spec)
 
-	// The sample jobs file is one spotter batch accepts.
-	jobs, err := batch.Load("batch/jobs.jsonl")
+	// The sample jobs file is one spotter batch accepts in the image,
+	// where the examples it names are (imageFile).
+	b, err := os.ReadFile("batch/jobs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(t.TempDir(), "jobs.jsonl")
+	if err := os.WriteFile(local, inImage(t, b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := batch.Load(local)
 	if err != nil {
 		t.Fatalf("batch/jobs.jsonl: %v", err)
 	}
@@ -329,16 +361,22 @@ func TestBatchJob(t *testing.T) {
 	}
 }
 
+// TestServe checks what only the files say: the pod's hardening, the
+// images, the replica count, and that the database and the token come
+// from the Secrets the examples show. Whether the binary keeps the
+// manifest's args, env, ports and probes is TestServeBinary's (run_test.go),
+// and whether the API server would take the manifests TestValidate's.
 func TestServe(t *testing.T) {
 	uid := imageUID(t)
 	k := readKustomization(t, "serve")
 	var dep appsv1.Deployment
 	decode(t, "serve/deployment.yaml", &dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))
-	var svc corev1.Service
-	decode(t, "serve/service.yaml", &svc, corev1.SchemeGroupVersion.WithKind("Service"))
-	var secret corev1.Secret
-	decode(t, "serve/postgres-secret.example.yaml", &secret, corev1.SchemeGroupVersion.WithKind("Secret"))
-
+	secrets := map[string]corev1.Secret{}
+	for _, f := range []string{"serve/postgres-secret.example.yaml", "serve/token-secret.example.yaml"} {
+		var s corev1.Secret
+		decode(t, f, &s, corev1.SchemeGroupVersion.WithKind("Secret"))
+		secrets[s.Name] = s
+	}
 	pod := dep.Spec.Template.Spec
 	for _, p := range checkPod(pod, uid) {
 		t.Errorf("serve/deployment.yaml: %s", p)
@@ -347,62 +385,33 @@ func TestServe(t *testing.T) {
 	if dep.Spec.Replicas == nil || *dep.Spec.Replicas < 2 {
 		t.Errorf("serve replicas = %v, want at least 2: the store is shared so that replicas can be", dep.Spec.Replicas)
 	}
-	labels := dep.Spec.Template.Labels
-	for key, v := range dep.Spec.Selector.MatchLabels {
-		if labels[key] != v {
-			t.Errorf("Deployment selector %s=%s does not match its pod template's labels %v", key, v, labels)
-		}
-	}
-	for key, v := range svc.Spec.Selector {
-		if labels[key] != v {
-			t.Errorf("Service selector %s=%s does not match the Deployment's pods %v", key, v, labels)
-		}
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 30 {
+		t.Errorf("terminationGracePeriodSeconds = %v, want room for a drain", g)
 	}
 	c := pod.Containers[0]
-	if len(c.Args) == 0 || c.Args[0] != "serve" {
-		t.Errorf("serve args = %v, want spotter serve", c.Args)
-	}
-	ports := map[string]int32{}
-	for _, p := range c.Ports {
-		ports[p.Name] = p.ContainerPort
-	}
-	for _, p := range svc.Spec.Ports {
-		if _, ok := ports[p.TargetPort.String()]; !ok {
-			t.Errorf("Service port %s targets %s, which the container does not name (%v)", p.Name, p.TargetPort.String(), ports)
+	// The database and the token come from Secrets, never from the manifest.
+	for _, name := range []string{"SPOTTER_DATABASE_URL", "SPOTTER_TOKEN"} {
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 {
+			t.Errorf("serve has no %s", name)
+			continue
 		}
-	}
-	for name, probe := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
-		if probe == nil || probe.HTTPGet == nil {
-			t.Errorf("serve has no HTTP %s probe", name)
-		} else if _, ok := ports[probe.HTTPGet.Port.String()]; !ok {
-			t.Errorf("serve %s probe port %s is not a container port", name, probe.HTTPGet.Port.String())
+		e := c.Env[i]
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			t.Errorf("%s is not from a Secret", name)
+			continue
 		}
-	}
-	// The database comes from a Secret, never from the manifest.
-	var dsn *corev1.EnvVar
-	for i, e := range c.Env {
-		if e.Name == "SPOTTER_DATABASE_URL" {
-			dsn = &c.Env[i]
-		}
-		if e.Value != "" && strings.Contains(strings.ToLower(e.Name), "key") {
-			t.Errorf("env %s holds a literal secret", e.Name)
-		}
-	}
-	switch {
-	case dsn == nil:
-		t.Error("serve has no SPOTTER_DATABASE_URL")
-	case dsn.ValueFrom == nil || dsn.ValueFrom.SecretKeyRef == nil:
-		t.Error("SPOTTER_DATABASE_URL is not from a Secret")
-	default:
-		ref := dsn.ValueFrom.SecretKeyRef
-		if ref.Name != secret.Name {
-			t.Errorf("SPOTTER_DATABASE_URL is from Secret %s; the example is %s", ref.Name, secret.Name)
-		}
-		if _, ok := secret.StringData[ref.Key]; !ok {
-			t.Errorf("SPOTTER_DATABASE_URL reads key %q, which the example Secret does not have", ref.Key)
+		ref := e.ValueFrom.SecretKeyRef
+		if _, ok := secrets[ref.Name].StringData[ref.Key]; !ok {
+			t.Errorf("%s reads Secret %s key %q, which no example Secret has", name, ref.Name, ref.Key)
 		}
 		if ref.Optional != nil && *ref.Optional {
-			t.Error("SPOTTER_DATABASE_URL is optional; serve needs its store")
+			t.Errorf("%s is optional; every replica needs it", name)
+		}
+	}
+	for _, e := range c.Env {
+		if e.Value != "" && strings.Contains(strings.ToLower(e.Name), "key") {
+			t.Errorf("env %s holds a literal secret", e.Name)
 		}
 	}
 }

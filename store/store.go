@@ -143,6 +143,36 @@ type Shot struct {
 	Time    time.Time `json:"time"`
 }
 
+// Replica is one server process sharing the database (spotter serve with
+// --advertise): where the others reach it, how busy it is, and its lease.
+type Replica struct {
+	ID       string    `json:"id"`
+	Addr     string    `json:"addr"`     // base URL, "http://10.1.2.3:8080"
+	Sessions int       `json:"sessions"` // sessions it runs
+	Capacity int       `json:"capacity"` // sessions it takes; 0: not said
+	Draining bool      `json:"draining"` // it takes no new sessions
+	Started  time.Time `json:"started"`
+	Renewed  time.Time `json:"renewed"`
+	Expires  time.Time `json:"expires"` // the lease: gone after this
+}
+
+// Live reports whether r's lease runs at now.
+func (r Replica) Live(now time.Time) bool { return now.Before(r.Expires) }
+
+// Owner says which replica owns a session: the one that runs its browser.
+type Owner struct {
+	Session string    `json:"session"`
+	Replica string    `json:"replica"` // "" when released or never owned
+	Epoch   int64     `json:"epoch"`   // grows with every change of owner; 0: never owned
+	Since   time.Time `json:"since,omitzero"`
+	// Addr and Expires are the owning replica's, zero when its row is gone.
+	Addr    string    `json:"addr,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// Live reports whether the owner's lease runs at now.
+func (o Owner) Live(now time.Time) bool { return o.Replica != "" && now.Before(o.Expires) }
+
 // ApprovalFilter selects approvals; empty fields match everything.
 type ApprovalFilter struct {
 	Session string
@@ -196,6 +226,36 @@ type Store interface {
 
 	PutShot(ctx context.Context, s Shot) error
 	Shots(ctx context.Context, session string) ([]Shot, error)
+
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+
+	// Replicas and session ownership (cluster.go): several servers
+	// sharing one database.
+
+	// Heartbeat inserts or renews a replica's row. lapsed reports that the
+	// row existed and its lease had run out before r.Renewed: the other
+	// replicas may have taken its sessions over.
+	Heartbeat(ctx context.Context, r Replica) (lapsed bool, err error)
+	// Replicas lists every replica's row, by id.
+	Replicas(ctx context.Context) ([]Replica, error)
+	// DeleteReplica removes a replica's row; an unknown id is not an error.
+	DeleteReplica(ctx context.Context, id string) error
+	// CreateOwnedSession is CreateSession that also records replica as the
+	// session's owner, in one transaction.
+	CreateOwnedSession(ctx context.Context, s Session, replica string) error
+	// Owner says who owns a session; an unknown session is ErrNotFound.
+	Owner(ctx context.Context, session string) (Owner, error)
+	// Orphans lists the sessions whose owner's lease has run out at now,
+	// that were released, or that never had an owner: oldest first.
+	Orphans(ctx context.Context, now time.Time) ([]Owner, error)
+	// ClaimSession makes replica a session's owner if its ownership is
+	// still at epoch (0: never owned), and returns the new Owner; if it
+	// changed since, ErrConflict and the current Owner.
+	ClaimSession(ctx context.Context, session, replica string, epoch int64, at time.Time) (Owner, error)
+	// ReleaseSessions gives up every session replica owns, so that the
+	// others adopt them at once, and returns how many.
+	ReleaseSessions(ctx context.Context, replica string) (int, error)
 
 	Close() error
 }

@@ -65,7 +65,8 @@ func (s *Server) routes() *gin.Engine {
 	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
 	e.NoRoute(s.static)
 
-	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"ok": true}) })
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
 	e.GET("/login", s.static)
 	e.POST("/login", s.login)
 
@@ -93,7 +94,7 @@ func (s *Server) routes() *gin.Engine {
 		"POST /mcp":                                s.serveMCP,
 		"DELETE /mcp":                              s.serveMCP,
 	}
-	auth := e.Group("/", s.authenticate)
+	auth := e.Group("/", s.authenticate, s.route)
 	for _, r := range Routes {
 		auth.Handle(r.Method, r.Path, handlers[r.Method+" "+r.Path])
 	}

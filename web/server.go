@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -105,6 +106,14 @@ type Config struct {
 	AllowBaseURLs []string
 	// HTTP bounds the connections Serve accepts.
 	HTTP HTTPConfig
+	// Cluster, with Cluster.Advertise set, makes this server one replica
+	// of several that share its store (PostgreSQL): see ClusterConfig.
+	Cluster ClusterConfig
+	// BrowserCheck is how often /readyz's check starts a browser (opened
+	// like a session's, on about:blank) when no session has started one
+	// since; default DefaultBrowserCheck, negative: never (the check then
+	// always passes).
+	BrowserCheck time.Duration
 }
 
 // HTTPConfig bounds the connections of Serve. Zero values are the
@@ -190,6 +199,13 @@ type Server struct {
 
 	selfMu sync.Mutex
 	self   []netip.AddrPort // the addresses Serve listens on, which sessions' browsers may not reach
+
+	browser  *browserCheck // /readyz's browser check (cluster_health.go)
+	draining atomic.Bool   // Drain was called: no new sessions
+	closing  atomic.Bool   // Close was called: sessions are being handed over
+	cluster  *cluster      // nil for a server on its own (cluster.go)
+	bgStop   context.CancelFunc
+	bg       sync.WaitGroup // the browser check
 }
 
 // New opens the store, restores the stored sessions (resuming those that
@@ -237,8 +253,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	newDisplay := s.opener()
+	s.browser = newBrowserCheck(cmp.Or(cfg.BrowserCheck, DefaultBrowserCheck), probeBrowser(newDisplay))
+	newDisplay = s.checkedOpener(newDisplay)
+	mst := s.st
+	if cfg.Cluster.Advertise != "" {
+		if s.cluster, err = newCluster(s, cfg.Cluster); err != nil {
+			s.closeStore()
+			return nil, err
+		}
+		mst = ownedStore{Store: s.st, replica: s.cluster.id}
+	}
 	mgr, err := session.New(session.Config{
-		Store: s.st,
+		Store: mst,
 		Dir:   filepath.Join(cfg.DataDir, "sessions"),
 		NewModel: func(ctx context.Context, sp session.Spec, image screen.Size) (harness.Model, error) {
 			return newModel(ctx, sp.Model, image, sp.Tools)
@@ -259,13 +285,36 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcpH = s.mcp.Handler()
-	if err := mgr.Restore(ctx); err != nil {
+	if s.cluster != nil {
+		// A replica restores only the sessions it adopts: the loop
+		// claims its share of those nobody live owns.
+		if err := s.cluster.start(ctx); err != nil {
+			_ = s.mcp.Close(ctx)
+			_ = mgr.Close(ctx)
+			s.closeStore()
+			return nil, err
+		}
+	} else if err := mgr.Restore(ctx); err != nil {
 		// A session that cannot be restored is reported; the others run.
 		s.log.Error("restore sessions", "err", err)
 	}
+	bctx, stop := context.WithCancel(context.Background())
+	s.bgStop = stop
+	s.bg.Go(func() {
+		s.browser.run(bctx, func(msg string, args ...any) { s.log.Warn(msg, args...) })
+	})
 	s.assets = panel.FS
 	s.engine = s.routes()
 	return s, nil
+}
+
+// Replica returns this server's replica id, or "" for a server on its
+// own.
+func (s *Server) Replica() string {
+	if s.cluster == nil {
+		return ""
+	}
+	return s.cluster.id
 }
 
 // Token returns the credential clients must present.
@@ -285,9 +334,10 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 }
 
 // Serve serves on ln until ctx is done, then shuts the HTTP server down
-// (open streams are cut after 10 seconds). It does not close the sessions:
-// Close does. Sessions' browsers cannot reach ln's address unless their
-// policy names it.
+// (open streams end with ctx; other requests get 10 seconds). It does not
+// close the sessions: Close does. Sessions' browsers cannot reach ln's
+// address unless their policy names it. A replica that lost its lease
+// returns ErrLeaseLost at once (see ClusterConfig.LeaseTTL).
 //
 // A connection must send its request's headers within ReadHeaderTimeout,
 // the rest of the request within ReadTimeout, and a kept-alive one its
@@ -302,10 +352,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext: func(net.Listener) context.Context { return ctx }} // streams end with ctx
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var lost <-chan struct{}
+	if s.cluster != nil {
+		lost = s.cluster.lost
+	}
+	var why error
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	case <-lost:
+		why = fmt.Errorf("%w: %v", ErrLeaseLost, s.cluster.lostErr.Load())
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -316,15 +373,29 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
-	return err
+	return errors.Join(why, err)
 }
 
-// Close stops every session (they resume on the next start), closes their
-// displays and the store.
+// Close stops every session and closes their displays and the store. A
+// server on its own resumes its sessions at its next start; a replica
+// hands them over to the others, which adopt them at once. Requests for
+// sessions that arrive meanwhile are answered 503 with Retry-After.
 func (s *Server) Close(ctx context.Context) error {
+	s.closing.Store(true)
+	if s.bgStop != nil {
+		s.bgStop()
+	}
+	s.bg.Wait()
+	if s.cluster != nil {
+		s.cluster.close()
+	}
 	merr := s.mcp.Close(ctx)
 	err := s.mgr.Close(ctx)
-	return errors.Join(merr, err, s.closeStore())
+	var rerr error
+	if s.cluster != nil {
+		rerr = s.cluster.release(context.WithoutCancel(ctx))
+	}
+	return errors.Join(merr, err, rerr, s.closeStore())
 }
 
 // opener returns how sessions open their displays: Config.NewDisplay, a

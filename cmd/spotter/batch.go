@@ -26,8 +26,9 @@ task file, with an optional "id") into DIR/<id>, N at a time, then writes
 DIR/summary.json and DIR/junit.xml. Running it again with the same DIR
 skips the jobs that finished and runs the rest.
 
-Exit codes: 0 every job passed, 1 a job failed or did not run, 2 the batch
-could not run.
+Exit codes: 0 every job passed, 1 a job failed or could not run, 2 the
+batch could not run, 3 it was interrupted (SIGTERM, SIGINT) before every
+job ran: run it again to resume.
 
 Flags:
 `
@@ -129,12 +130,18 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch {
 	case interrupted:
-		return exitError{1, fmt.Errorf("%w; run the same command again to resume", err)}
+		// Not 1: a Kubernetes Job retries an interrupted shard (its
+		// podFailurePolicy fails the index on 1 and 2 only).
+		return exitError{exitInterrupted, fmt.Errorf("%w; run the same command again to resume", err)}
 	case !sum.OK():
 		return exitError{1, fmt.Errorf("%d of %d jobs did not pass", sum.Total-sum.Passed, sum.Total)}
 	}
 	return nil
 }
+
+// exitInterrupted is spotter batch's exit code when a signal stopped it
+// before every job ran.
+const exitInterrupted = 3
 
 // isolateHelp describes the --isolate flag of run and batch.
 const isolateHelp = "where browsers run: containerd (a sandbox per task), local (a host browser behind the egress proxy), " +

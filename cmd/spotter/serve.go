@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spotter-harness/spotter/approvals"
@@ -30,7 +32,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (loopback by default)")
 	data := fs.String("data", "spotter-data", "data directory: the SQLite database and the sessions' screenshots")
-	db := fs.String("db", "", "database DSN: a postgres:// URL (default: SQLite in --data)")
+	db := fs.String("db", os.Getenv("SPOTTER_DATABASE_URL"), "database DSN: a postgres:// URL (default: $SPOTTER_DATABASE_URL, else SQLite in --data)")
 	token := fs.String("token", "", "the API and panel token (default: $SPOTTER_TOKEN, or a random one printed at start)")
 	isolation := fs.String("isolate", "auto", serveIsolateHelp)
 	memory := fs.Uint64("memory", 0, "each sandbox's memory limit in MiB (containerd; 0: isolate's default)")
@@ -41,6 +43,15 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
 		"at /mcp and to every session whose spec brings no rules of its own (approvals.rules)")
 	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
+	drain := fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM or SIGINT: how long running turns get to finish before "+
+		"their sessions are handed over (to the other replicas, or to the next start); keep it under the pod's "+
+		"terminationGracePeriodSeconds")
+	advertise := fs.String("advertise", "", "run as one replica of several sharing --db (PostgreSQL): the base URL the other "+
+		"replicas reach this one at, such as http://$(POD_IP):8080 (a port of 0 stands for the port --addr listens on). "+
+		"Needs --token or $SPOTTER_TOKEN, the same on every replica")
+	replicaID := fs.String("replica-id", "", "with --advertise: this replica's name, unique among them (default: host name and process id)")
+	lease := fs.Duration("lease", web.DefaultLeaseTTL, "with --advertise: how long this replica's hold on its sessions lasts "+
+		"unrenewed (renewed every third of it); the others adopt its sessions once it lapses")
 	var allowBase []string
 	fs.Func("allow-base-url", "a model base URL (http(s)://host[:port][/path]) the server may send its own provider keys to, "+
 		"besides each provider's official endpoint and the *_BASE_URL variables; repeatable. A session naming any other "+
@@ -52,7 +63,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T] [--rules FILE] [--isolate auto] [--allow-base-url URL]...")
+		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T] [--rules FILE] [--isolate auto] [--allow-base-url URL]... [--advertise URL]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +98,15 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return exitError{2, err}
 	}
+	var cluster web.ClusterConfig
+	if *advertise != "" {
+		adv, err := advertised(*advertise, ln.Addr())
+		if err != nil {
+			ln.Close()
+			return exitError{2, err}
+		}
+		cluster = web.ClusterConfig{Advertise: adv, ReplicaID: *replicaID, LeaseTTL: *lease}
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	_, sbx, err := openSandboxes(startCtx, *isolation, *memory, log)
 	if err != nil {
@@ -99,7 +119,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
-		MCP: web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}})
+		MCP: web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}, Cluster: cluster})
 	cancel()
 	if err != nil {
 		ln.Close()
@@ -112,13 +132,57 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		fmt.Fprintln(stdout, "spotter: token from --token or $SPOTTER_TOKEN")
 	}
-	err = srv.Serve(ctx, ln)
-	cerr := srv.Close(context.WithoutCancel(ctx))
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return exitError{1, err}
+	if r := srv.Replica(); r != "" {
+		fmt.Fprintf(stdout, "spotter: replica %s, reached at %s\n", r, cluster.Advertise)
+	}
+
+	// The HTTP server outlives the signal: while draining, the sessions
+	// still running answer their clients (and the other replicas).
+	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServe()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, ln) }()
+	var serr error
+	select {
+	case serr = <-served: // it failed, or this replica lost its lease
+		served = nil
+	case <-ctx.Done():
+		fmt.Fprintf(stderr, "spotter: draining: no new sessions; running turns get %v\n", *drain)
+		dctx, cancel := context.WithTimeout(context.Background(), *drain)
+		if err := srv.Drain(dctx); err != nil {
+			fmt.Fprintln(stderr, "spotter: drain: turns still running are handed over:", err)
+		}
+		cancel()
+	}
+	cerr := srv.Close(context.Background())
+	stopServe()
+	if served != nil {
+		serr = <-served
+	}
+	if serr != nil && !errors.Is(serr, context.Canceled) {
+		return exitError{1, serr}
 	}
 	if cerr != nil {
 		return exitError{1, cerr}
 	}
 	return nil
+}
+
+// advertised checks --advertise and puts the listener's port in place of
+// a port 0.
+func advertised(adv string, ln net.Addr) (string, error) {
+	u, err := url.Parse(adv)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || (u.Path != "" && u.Path != "/") ||
+		u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--advertise %q: want a base URL such as http://10.1.2.3:8080", adv)
+	}
+	if u.Port() == "0" {
+		tcp, ok := ln.(*net.TCPAddr)
+		if !ok {
+			return "", fmt.Errorf("--advertise %q: port 0 needs a TCP listener", adv)
+		}
+		u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(tcp.Port))
+	}
+	u.Path = ""
+	return u.String(), nil
 }

@@ -38,6 +38,9 @@ func Run(t *testing.T, newDSN func(t *testing.T) string) {
 		{"Reopen", testReopen},
 		{"ConcurrentOpen", testConcurrentOpen},
 		{"Canceled", testCanceled},
+		{"Replicas", testReplicas},
+		{"Ownership", testOwnership},
+		{"ClaimRace", testClaimRace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,578 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/spotter-harness/spotter/store"
+)
+
+// Replicas (docs/SCALE.md, "spotter serve with many replicas"): several
+// servers share one PostgreSQL store. Each session is owned by the replica
+// that runs its browser, recorded in the store (store.Owner), and each
+// replica holds a lease on its sessions that it renews every third of
+// LeaseTTL (store.Heartbeat). Any replica answers any request: the
+// requests of a session another replica owns are forwarded to it (its
+// advertised address), new sessions go to the replica with the most
+// room, and a replica whose lease runs out loses its sessions to the
+// others, which adopt them as a restart would (session.Manager.Adopt).
+
+// ClusterConfig makes a Server one replica of several sharing its store.
+type ClusterConfig struct {
+	// Advertise is the base URL the other replicas reach this one at,
+	// "http://10.1.2.3:8080" (a pod's IP and port). "" means a server on
+	// its own: it restores every stored session at start and forwards
+	// nothing.
+	Advertise string
+	// ReplicaID names this replica among the others, and must be unique
+	// among them. Default: the host name and the process id.
+	ReplicaID string
+	// LeaseTTL is how long this replica's lease lasts unrenewed; it
+	// renews it every third of that. Its sessions are adopted by the
+	// others once it has lapsed, and a replica that cannot renew it within
+	// two thirds of it stops its sessions (Serve returns ErrLeaseLost), so
+	// that no session ever runs on two replicas. Default 15s.
+	LeaseTTL time.Duration
+	// Capacity is how many sessions this replica takes, for placing new
+	// ones; 0 leaves it unsaid (the replica running the fewest sessions
+	// gets the next).
+	Capacity int
+}
+
+// DefaultLeaseTTL is ClusterConfig.LeaseTTL's default.
+const DefaultLeaseTTL = 15 * time.Second
+
+// ErrLeaseLost is what Serve returns when this replica could not renew
+// its lease in time: it has stopped every session, which the other
+// replicas adopt, and should exit.
+var ErrLeaseLost = errors.New("replica lease lost")
+
+// Headers between replicas.
+const (
+	// HeaderForwarded marks a request one replica forwarded to another,
+	// naming the first: it is answered where it arrives, never forwarded
+	// again.
+	HeaderForwarded = "X-Spotter-Forwarded-By"
+	// HeaderReplica names the replica that answered a request.
+	HeaderReplica = "X-Spotter-Replica"
+)
+
+// cluster is this replica's part in the cluster: its lease, the adoption
+// of orphaned sessions, and where requests go.
+type cluster struct {
+	s       *Server
+	st      store.Store
+	log     *slog.Logger
+	id      string
+	addr    string
+	ttl     time.Duration
+	cap     int
+	started time.Time
+
+	transport *http.Transport
+	proxyMu   sync.Mutex
+	proxies   map[string]*httputil.ReverseProxy
+
+	kick    chan struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
+	lost    chan struct{} // closed once the lease is lost
+	lostErr atomic.Value  // string: why
+
+	mu        sync.Mutex
+	renewed   time.Time       // when the last heartbeat that succeeded began
+	adopting  map[string]bool // sessions claimed and being restored
+	lastRound time.Time
+}
+
+// newCluster checks cfg and prepares this replica; start registers it.
+func newCluster(s *Server, cfg ClusterConfig) (*cluster, error) {
+	u, err := url.Parse(cfg.Advertise)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("web: Cluster.Advertise %q: want the base URL other replicas reach this one at, such as http://10.1.2.3:8080", cfg.Advertise)
+	}
+	if s.cfg.Token == "" {
+		return nil, errors.New("web: replicas need one shared token (--token or SPOTTER_TOKEN): a random one would differ on each")
+	}
+	id := cfg.ReplicaID
+	if id == "" {
+		host, _ := os.Hostname()
+		id = cmp.Or(host, "spotter") + "-" + strconv.Itoa(os.Getpid())
+	}
+	ttl := cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
+	if ttl < 300*time.Millisecond {
+		return nil, fmt.Errorf("web: Cluster.LeaseTTL %v: want at least 300ms", ttl)
+	}
+	c := &cluster{s: s, st: s.st, log: s.log.With("replica", id), id: id, addr: u.String(), ttl: ttl, cap: cfg.Capacity,
+		started: time.Now(), proxies: map[string]*httputil.ReverseProxy{}, kick: make(chan struct{}, 1),
+		done: make(chan struct{}), lost: make(chan struct{}), adopting: map[string]bool{}}
+	c.transport = &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     60 * time.Second,
+		// No response header timeout: long polls (?wait=) and event
+		// streams answer when they answer; the client's request bounds
+		// them.
+	}
+	return c, nil
+}
+
+// start gives up whatever an earlier process of this replica's id owned
+// (it is gone: this is its replacement), registers the replica, and
+// starts the loop that renews the lease and adopts orphaned sessions.
+func (c *cluster) start(ctx context.Context) error {
+	if n, err := c.st.ReleaseSessions(ctx, c.id); err != nil {
+		return fmt.Errorf("web: %w", err)
+	} else if n > 0 {
+		c.log.Info("released the sessions of this replica's previous process", "sessions", n)
+	}
+	now := time.Now()
+	if _, err := c.st.Heartbeat(ctx, c.row(now)); err != nil {
+		return fmt.Errorf("web: register replica: %w", err)
+	}
+	c.renewed = now
+	lctx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	go func() {
+		defer close(c.done)
+		c.loop(lctx)
+	}()
+	return nil
+}
+
+// row is this replica's row in the store, renewed at now.
+func (c *cluster) row(now time.Time) store.Replica {
+	return store.Replica{ID: c.id, Addr: c.addr, Sessions: c.s.mgr.Load(), Capacity: c.cap, Draining: c.s.draining.Load(),
+		Started: c.started, Renewed: now, Expires: now.Add(c.ttl)}
+}
+
+// wake runs a round of the loop now.
+func (c *cluster) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop renews the lease and adopts orphans every third of the lease,
+// until ctx is done or the lease is lost.
+func (c *cluster) loop(ctx context.Context) {
+	every := c.ttl / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		c.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.lost:
+			return
+		case <-t.C:
+		case <-c.kick:
+		}
+	}
+}
+
+// round renews the lease, then adopts the orphans assigned to this
+// replica. A heartbeat that fails leaves the lease to run down: once two
+// thirds of it have passed since the last renewal began, the replica
+// stops every session (fence) before any other can adopt them.
+func (c *cluster) round(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, c.ttl/3)
+	defer cancel()
+	begin := time.Now()
+	lapsed, err := c.st.Heartbeat(rctx, c.row(begin))
+	c.mu.Lock()
+	since := time.Since(c.renewed)
+	if err == nil && !lapsed {
+		c.renewed = begin
+	}
+	c.lastRound = time.Now()
+	c.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		return
+	case err == nil && lapsed:
+		c.fence(fmt.Sprintf("the lease had lapsed when it was renewed (%v after the last renewal)", since.Round(time.Millisecond)))
+		return
+	case err != nil && since >= c.ttl*2/3:
+		c.fence(fmt.Sprintf("no renewal for %v: %v", since.Round(time.Millisecond), err))
+		return
+	case err != nil:
+		c.log.Warn("renew the lease", "err", err)
+		return
+	}
+	if c.s.draining.Load() || c.s.closing.Load() {
+		return
+	}
+	if err := c.adopt(rctx, begin); err != nil && ctx.Err() == nil {
+		c.log.Warn("adopt orphaned sessions", "err", err)
+	}
+}
+
+// fence stops every session of this replica, because its lease may have
+// run out: the others may be adopting them. Serve then returns
+// ErrLeaseLost.
+func (c *cluster) fence(why string) {
+	select {
+	case <-c.lost:
+		return
+	default:
+	}
+	c.log.Error("replica lease lost: stopping every session so that none runs on two replicas", "why", why)
+	c.lostErr.Store(why)
+	if err := c.s.mgr.Close(context.Background()); err != nil {
+		c.log.Warn("stop sessions", "err", err)
+	}
+	close(c.lost)
+}
+
+// unfit says why this replica should get no work ("" if none).
+func (c *cluster) unfit() string {
+	select {
+	case <-c.lost:
+		return "lease lost"
+	default:
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if since := time.Since(c.renewed); since >= c.ttl*2/3 {
+		return "lease not renewed for " + since.Round(time.Second).String()
+	}
+	return ""
+}
+
+// room is how many more sessions a replica takes, for comparing
+// replicas: its capacity less its sessions, or minus its sessions when it
+// says no capacity.
+func room(r store.Replica) int {
+	if r.Capacity > 0 {
+		return r.Capacity - r.Sessions
+	}
+	return -r.Sessions
+}
+
+// candidates are the replicas that take sessions now, by room (most
+// first), then id; this replica's row is its own up-to-date one.
+func (c *cluster) candidates(ctx context.Context, now time.Time) ([]store.Replica, error) {
+	rs, err := c.st.Replicas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Replica
+	for _, r := range rs {
+		if r.ID == c.id {
+			r = c.row(now)
+		}
+		if r.Live(now) && !r.Draining && r.Addr != "" {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b store.Replica) int {
+		return cmp.Or(room(b)-room(a), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// adopt claims and restores the orphaned sessions assigned to this
+// replica. Every replica computes the same assignment from the store:
+// each orphan, oldest first, to the replica with the most room (counting
+// the orphans assigned before it). An orphan whose assignee has not taken
+// it within two leases is anyone's. Claims are compare-and-set on the
+// session's ownership epoch, so a session is adopted once.
+func (c *cluster) adopt(ctx context.Context, now time.Time) error {
+	orphans, err := c.st.Orphans(ctx, now)
+	if err != nil || len(orphans) == 0 {
+		return err
+	}
+	cands, err := c.candidates(ctx, now)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(cands, func(r store.Replica) bool { return r.ID == c.id }) {
+		return nil
+	}
+	rooms := map[string]int{}
+	for _, r := range cands {
+		rooms[r.ID] = room(r)
+	}
+	for _, o := range orphans {
+		if ctx.Err() != nil {
+			return nil
+		}
+		best := cands[0].ID
+		for _, r := range cands[1:] {
+			if rooms[r.ID] > rooms[best] {
+				best = r.ID
+			}
+		}
+		rooms[best]--
+		lapsed := o.Expires
+		if lapsed.IsZero() {
+			lapsed = o.Since // released, or never owned (zero: at once)
+		}
+		if best != c.id && now.Sub(lapsed) < 2*c.ttl {
+			continue
+		}
+		c.claim(ctx, o, now)
+	}
+	return nil
+}
+
+// claim takes one orphan over and resumes it here.
+func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
+	c.mu.Lock()
+	c.adopting[o.Session] = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.adopting, o.Session)
+		c.mu.Unlock()
+	}()
+	if _, err := c.st.ClaimSession(ctx, o.Session, c.id, o.Epoch, now); err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			c.log.Warn("claim an orphaned session", "session", o.Session, "err", err)
+		}
+		return
+	}
+	// Restoring a session does not wait for its browser: the resumed
+	// run opens it. The store work is bounded by the server's life, not
+	// by this round.
+	if err := c.s.mgr.Adopt(context.WithoutCancel(ctx), o.Session); err != nil {
+		c.log.Error("adopt session", "session", o.Session, "err", err)
+		return
+	}
+	args := []any{"session", o.Session, "from", cmp.Or(o.Replica, "(released)")}
+	if !o.Expires.IsZero() {
+		args = append(args, "lease_lapsed_ago", now.Sub(o.Expires).Round(time.Millisecond))
+	}
+	c.log.Info("adopted session", args...)
+}
+
+// isAdopting reports whether a session is being claimed and restored here.
+func (c *cluster) isAdopting(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.adopting[id]
+}
+
+// close stops the loop: the caller then stops the sessions and calls
+// release.
+func (c *cluster) close() {
+	if c.stop != nil {
+		c.stop()
+		<-c.done
+	}
+}
+
+// release hands every session of this replica over and removes its row.
+func (c *cluster) release(ctx context.Context) error {
+	n, err := c.st.ReleaseSessions(ctx, c.id)
+	if err == nil {
+		c.log.Info("released sessions to the other replicas", "sessions", n)
+	}
+	return errors.Join(err, c.st.DeleteReplica(ctx, c.id))
+}
+
+// place returns the base URL of the replica a new session should go to,
+// or "" for this one: the live replica that is not draining with the
+// most room, this one when it ties.
+func (c *cluster) place(ctx context.Context) (string, error) {
+	now := time.Now()
+	cands, err := c.candidates(ctx, now)
+	if err != nil {
+		return "", err
+	}
+	if len(cands) == 0 {
+		return "", nil
+	}
+	best := cands[0]
+	if i := slices.IndexFunc(cands, func(r store.Replica) bool { return r.ID == c.id }); i >= 0 && room(cands[i]) >= room(best) {
+		return "", nil
+	}
+	return best.Addr, nil
+}
+
+// retryIn is when a session whose owner's lease runs until expires can
+// be expected on another replica: after the lease, and the adoption
+// round that follows it.
+func (c *cluster) retryIn(expires time.Time) time.Duration {
+	d := time.Until(expires) + c.ttl/3
+	return min(max(d, time.Second), c.ttl+c.ttl/3)
+}
+
+// proxy forwards requests to the replica at addr.
+func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
+	c.proxyMu.Lock()
+	defer c.proxyMu.Unlock()
+	if p := c.proxies[addr]; p != nil {
+		return p
+	}
+	target, err := url.Parse(addr)
+	if err != nil {
+		return nil
+	}
+	p := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host // cross-origin checks compare the Origin with it
+			r.SetXForwarded()
+			r.Out.Header.Set(HeaderForwarded, c.id)
+			// crossSite took the client's provider key off the request;
+			// the replica that creates the session needs it.
+			if cr, ok := r.In.Context().Value(creationKey{}).(creation); ok && cr.key != "" {
+				r.Out.Header.Set(HeaderProviderKey, cr.key)
+			}
+		},
+		Transport:     c.transport,
+		FlushInterval: -1, // event streams
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client left
+			}
+			c.log.Warn("forward to replica", "to", addr, "method", r.Method, "path", r.URL.Path, "err", err)
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"the replica that runs this session did not answer; try again"}` + "\n"))
+		},
+	}
+	c.proxies[addr] = p
+	return p
+}
+
+// forward hands the request to the replica at addr and ends it here.
+func (c *cluster) forward(g *gin.Context, addr string) {
+	p := c.proxy(addr)
+	if p == nil {
+		unavailable(g, time.Second, "the replica that runs this session has no usable address")
+		return
+	}
+	p.ServeHTTP(g.Writer, g.Request)
+	g.Abort()
+}
+
+// ownedStore records this replica as the owner of every session its
+// Manager creates, in the same transaction.
+type ownedStore struct {
+	store.Store
+	replica string
+}
+
+func (o ownedStore) CreateSession(ctx context.Context, s store.Session) error {
+	return o.Store.CreateOwnedSession(ctx, s, o.replica)
+}
+
+// newSessionRoutes create sessions.
+var newSessionRoutes = map[string]bool{"PUT /session": true, "POST /executor/sessions": true}
+
+// route sends each authenticated request where it is answered: new
+// sessions to the replica with the most room (503 with Retry-After while
+// this server drains and no other replica takes them), a session's
+// requests to the replica that owns it, decisions on an approval to the
+// owner of its session. Everything else (lists, the audit log, tokens) is
+// read from the store here. A request another replica forwarded is
+// answered here.
+func (s *Server) route(g *gin.Context) {
+	route := g.Request.Method + " " + g.FullPath()
+	c := s.cluster
+	if c != nil {
+		g.Header(HeaderReplica, c.id)
+	}
+	forwarded := g.GetHeader(HeaderForwarded) != ""
+	switch {
+	case s.closing.Load() && (sessionRoutes[route] || newSessionRoutes[route] || route == "POST /approvals/:id"):
+		unavailable(g, time.Second, "this server is handing its sessions over; try again")
+	case newSessionRoutes[route] || route == "POST /mcp" && g.GetHeader("Mcp-Session-Id") == "":
+		s.routeNew(g, route, forwarded)
+	case c == nil:
+		g.Next()
+	case sessionRoutes[route] || route == "POST /session/:id/token":
+		// sessionRoutes (auth.go): a session's own routes. Issuing a
+		// token needs no state, but checks that the session exists.
+		s.routeSession(g, g.Param("id"), forwarded)
+	case route == "POST /approvals/:id":
+		a, err := s.st.Approval(g.Request.Context(), g.Param("id"))
+		if err != nil {
+			g.Next() // unknown here too: the handler answers
+			return
+		}
+		s.routeSession(g, a.Session, forwarded)
+	default:
+		g.Next()
+	}
+}
+
+// routeNew places a new session: here, or on the replica with the most
+// room; none while draining.
+func (s *Server) routeNew(g *gin.Context, route string, forwarded bool) {
+	c := s.cluster
+	if c != nil && !forwarded && route != "POST /mcp" {
+		addr, err := c.place(g.Request.Context())
+		if err != nil {
+			s.log.Warn("place a session", "err", err)
+		}
+		if addr != "" {
+			c.forward(g, addr)
+			return
+		}
+	}
+	if s.draining.Load() {
+		unavailable(g, 5*time.Second, "this server is draining and takes no new sessions; try again")
+		return
+	}
+	g.Next()
+}
+
+// routeSession answers a session's request here if this replica owns it,
+// forwards it to its owner, or answers 503 with Retry-After while nobody
+// live owns it (its replica is gone and another is about to adopt it).
+func (s *Server) routeSession(g *gin.Context, id string, forwarded bool) {
+	c := s.cluster
+	if s.mgr.Has(id) {
+		g.Next()
+		return
+	}
+	if c.isAdopting(id) {
+		unavailable(g, time.Second, "this replica is taking the session over; try again")
+		return
+	}
+	o, err := s.st.Owner(g.Request.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		g.Next() // the handler answers 404
+		return
+	case err != nil:
+		s.log.Warn("find a session's replica", "session", id, "err", err)
+		unavailable(g, time.Second, "the store did not answer; try again")
+		return
+	}
+	now := time.Now()
+	switch {
+	case o.Replica == c.id:
+		g.Next() // owned here, not held in memory: the handler reads the store
+	case forwarded:
+		unavailable(g, time.Second, "the session is moving between replicas; try again")
+	case o.Live(now):
+		c.forward(g, o.Addr)
+	default:
+		retry := c.retryIn(o.Expires)
+		unavailable(g, retry, fmt.Sprintf("the replica that ran this session is gone; another takes it over within %v: try again",
+			retry.Round(time.Second)))
+	}
+}
