@@ -22,7 +22,7 @@ import (
 // defaultModel builds a session's model with the provider adapters the
 // runner knows, with keys and base URLs from getenv.
 func defaultModel(m session.ModelSpec, image screen.Size, tools []harness.ToolSpec, getenv func(string) string, log *slog.Logger) (harness.Model, error) {
-	spec := runner.ModelSpec{Provider: m.Provider, Name: m.Name, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens}
+	spec := runner.ModelSpec{Provider: m.Provider, Name: m.Name, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens, Context: m.Context}
 	return runner.NewModel(spec, image, tools, getenv, log)
 }
 
