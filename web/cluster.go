@@ -463,19 +463,25 @@ func (c *cluster) forward(g *gin.Context, addr string) {
 		unavailable(g, time.Second, "the replica that runs this session has no usable address")
 		return
 	}
+	g.Writer.Header().Del(HeaderReplica) // the owner's comes back
 	p.ServeHTTP(g.Writer, g.Request)
 	g.Abort()
 }
 
 // ownedStore records this replica as the owner of every session its
-// Manager creates, in the same transaction.
+// Manager creates, in the same transaction, and renews the replica's row
+// at once so that the others place new sessions knowing of it.
 type ownedStore struct {
 	store.Store
-	replica string
+	c *cluster
 }
 
 func (o ownedStore) CreateSession(ctx context.Context, s store.Session) error {
-	return o.Store.CreateOwnedSession(ctx, s, o.replica)
+	if err := o.Store.CreateOwnedSession(ctx, s, o.c.id); err != nil {
+		return err
+	}
+	o.c.wake()
+	return nil
 }
 
 // newSessionRoutes create sessions.

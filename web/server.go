@@ -261,7 +261,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			s.closeStore()
 			return nil, err
 		}
-		mst = ownedStore{Store: s.st, replica: s.cluster.id}
+		mst = ownedStore{Store: s.st, c: s.cluster}
 	}
 	mgr, err := session.New(session.Config{
 		Store: mst,
