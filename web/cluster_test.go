@@ -490,7 +490,9 @@ func TestReplicas(t *testing.T) {
 	// Kill the owner of "appr" (maybe the adopter of its first owner's
 	// sessions), whose approval is pending; decide it through the last
 	// replica.
-	var pend struct{ Approvals []struct{ ID, ToolCallID, Status string } }
+	var pend struct {
+		Approvals []struct{ ID, ToolCallID, Status string }
+	}
 	_, b := cl.call("GET", "/approvals?status=pending&session="+ids["appr"], nil, 30*time.Second)
 	if err := json.Unmarshal(b, &pend); err != nil || len(pend.Approvals) != 1 {
 		t.Fatalf("pending approvals of appr = %s, want one", b)
