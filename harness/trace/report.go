@@ -32,9 +32,16 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 }).Parse(reportSource))
 
 // WriteReport renders the trace in dir as dir/report.html and returns its
-// path. The page is one self-contained file: the screenshots are inlined, it
-// loads nothing and runs no script, so it works from file:// and as an
-// attachment. A trace that ends in an unfinished event (see Read) still
+// path. The page is one self-contained file: the screenshots are inlined and
+// it loads nothing, so it works from file:// and as an attachment. It is a
+// step-through trace viewer: a timeline of the steps, and one pane per step
+// with the model's words, the action table with timings, and the screenshot
+// the model saw (its actions marked) beside the one it got back; the arrow
+// keys (or j and k, Home and End) move between steps. Its one script is
+// static, holds no data from the trace, and is the only one the page's
+// Content-Security-Policy lets run; without it every step shows in turn.
+// The run's egress decisions are summarized per host and verdict, their
+// list folded. A trace that ends in an unfinished event (see Read) still
 // renders, with a warning on the page.
 func WriteReport(dir string) (string, error) {
 	evs, rerr := Read(dir)
@@ -81,7 +88,8 @@ type report struct {
 	Actions  int
 	Errors   int // steps with a failure
 	Warnings []string
-	Notes    []note // events outside any step
+	Notes    []note // events outside any step, egress decisions aside
+	Egress   *egressSummary
 	Cards    []*card
 	Images   []imageDef
 }
@@ -104,6 +112,15 @@ type card struct {
 	Final   bool // the model's last word: no calls, and a stop other than tool_use
 	Notes   []note
 	Calls   []*callView
+
+	// The timeline: how long the step took, its share of the run, and the
+	// screenshot that stands for it.
+	Duration string
+	Weight   int
+	Thumb    *shotView
+
+	start, last time.Time // its first and last event
+	dur         time.Duration
 }
 
 type callView struct {
@@ -134,6 +151,7 @@ type actionView struct {
 	Stale   bool
 	FrameID string
 	Mark    string // the marker's colour class; empty if it has none
+	Elapsed string // how long it took to perform
 }
 
 type resultView struct {
@@ -300,6 +318,12 @@ func buildReport(evs []Event, load func(string) ([]byte, error)) *report {
 				latest = id
 			}
 		}
+		if c := cards[e.Step]; c != nil && e.Step > 0 && !e.Time.IsZero() {
+			if c.start.IsZero() {
+				c.start = e.Time
+			}
+			c.last = e.Time
+		}
 	}
 
 	// Finish each call: its actions, their outcome and their markers.
@@ -410,6 +434,11 @@ func buildReport(evs []Event, load func(string) ([]byte, error)) *report {
 	}
 	r.Outcome = cmp.Or(r.Outcome, "unknown")
 	r.Verdict = verdict(r.Outcome)
+	r.Notes, r.Egress = foldEgress(r.Notes)
+	if !sawEnd {
+		end = last
+	}
+	r.timeline(end)
 	return r
 }
 
@@ -494,6 +523,9 @@ func actionRow(e Event, ran int) actionView {
 		Error:   e.Error,
 		Stale:   e.Stale,
 		FrameID: e.FrameID,
+	}
+	if e.Elapsed > 0 {
+		av.Elapsed = formatDuration(e.Elapsed)
 	}
 	if e.Mapped.Kind != actions.KindInvalid {
 		av.CSS = where(e.Mapped.Action)
