@@ -223,6 +223,24 @@ func (c *cluster) round(ctx context.Context) {
 	if err := c.adopt(rctx, begin); err != nil && ctx.Err() == nil {
 		c.log.Warn("adopt orphaned sessions", "err", err)
 	}
+	c.sweep(rctx, begin)
+}
+
+// sweep removes the rows of replicas gone for long (killed, never
+// drained): their sessions stay orphans until adopted, and the table does
+// not grow with every pod that ever died.
+func (c *cluster) sweep(ctx context.Context, now time.Time) {
+	rs, err := c.st.Replicas(ctx)
+	if err != nil {
+		return
+	}
+	for _, r := range rs {
+		if r.ID != c.id && now.Sub(r.Expires) > 20*c.ttl {
+			if err := c.st.DeleteReplica(ctx, r.ID); err != nil {
+				c.log.Warn("remove a gone replica's row", "gone", r.ID, "err", err)
+			}
+		}
+	}
 }
 
 // fence stops every session of this replica, because its lease may have

@@ -498,6 +498,53 @@ func TestReplicas(t *testing.T) {
 		t.Fatalf("pending approvals of appr = %s, want one", b)
 	}
 	victim2 := byID[cl.owner(ids["appr"])]
+	// A client follows the session's events through another replica (its
+	// requests forwarded to the owner), reconnecting with Last-Event-ID
+	// when the stream breaks.
+	var via *replica
+	for _, r := range cl.reps {
+		if r != victim2 {
+			via = r
+		}
+	}
+	followed := make(chan []sseEvent, 1)
+	reconnects := 0
+	go func() {
+		var evs []sseEvent
+		defer func() { followed <- evs }()
+		deadline := time.Now().Add(90 * time.Second)
+		for time.Now().Before(deadline) {
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", via.base+"/session/"+ids["appr"]+"/events", nil)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			if len(evs) > 0 {
+				req.Header.Set("Last-Event-ID", fmt.Sprint(evs[len(evs)-1].ID))
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil && resp.StatusCode == http.StatusOK {
+				sr := newSSEReader(resp.Body)
+				for {
+					e, err := sr.next()
+					if err != nil {
+						break
+					}
+					evs = append(evs, e)
+					if e.Type == "turn_stop" && e.field("stopReason") == "end_turn" {
+						resp.Body.Close()
+						return
+					}
+				}
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
+			reconnects++
+			select {
+			case <-t.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
 	kill = time.Now()
 	if err := victim2.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -512,6 +559,18 @@ func TestReplicas(t *testing.T) {
 	_, by = cl.waitFor(ids["appr"], 60*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" })
 	t.Logf("kill -9 of %s with an approval pending: decided through a survivor after %v, the turn ended after %v on %s",
 		victim2.id, decided.Round(time.Millisecond), time.Since(kill).Round(time.Millisecond), by)
+	evs := <-followed
+	for i, e := range evs {
+		if e.ID != int64(i+1) {
+			t.Errorf("the events of appr followed through %s across the kill: event %d has seq %d, want %d (a gap or a duplicate)", via.id, i, e.ID, i+1)
+			break
+		}
+	}
+	if k := kinds(evs); len(k) == 0 || k[len(k)-1] != "turn_stop:end_turn" || reconnects == 0 {
+		t.Errorf("the events of appr followed through %s across the kill (%d reconnections): %v, want the whole stream to end_turn after a reconnection",
+			via.id, reconnects, k)
+	}
+	t.Logf("a client following appr's events through %s reconnected %d times and got %d events, gap-free", via.id, reconnects, len(evs))
 
 	// Every session, read through the survivor: a gap-free stream, each
 	// call and result once, the turn ended, and each click ran once.
@@ -549,6 +608,38 @@ func TestReplicas(t *testing.T) {
 		}
 		if firsts != 1 {
 			t.Errorf("session %s: model turns asked %v, want the first turn once", tag, turns)
+		}
+	}
+
+	// A drain hands over at once: a new replica joins, the last survivor
+	// gets SIGTERM, exits 0, and the new one answers for every session.
+	last := cl.reps[0]
+	r4 := startReplica(t, bin, "r4", data, dsn, env)
+	cl.reps = append(cl.reps, r4)
+	term := time.Now()
+	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-last.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("replica %s did not exit within 30s of SIGTERM:\n%s", last.id, last.stderr())
+	}
+	if code := last.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("replica %s exited %d after SIGTERM, want 0:\n%s", last.id, code, last.stderr())
+	}
+	exited := time.Since(term)
+	cl.drop(last)
+	for _, tag := range tags {
+		if _, by := cl.waitFor(ids[tag], 30*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" }); by != r4.id {
+			t.Errorf("session %s is answered by %q after %s drained, want %s", tag, by, last.id, r4.id)
+		}
+	}
+	t.Logf("drain of %s: exited %v after SIGTERM, every session answered by %s %v after it",
+		last.id, exited.Round(time.Millisecond), r4.id, time.Since(term).Round(time.Millisecond))
+	for _, tag := range tags {
+		if evs := cl.events(ids[tag]); kinds(evs)[len(evs)-1] != "turn_stop:end_turn" {
+			t.Errorf("session %s after the hand-over: stream ends %v", tag, kinds(evs)[len(evs)-1:])
 		}
 	}
 	t.Logf("done after %v", time.Since(t0).Round(time.Millisecond))
