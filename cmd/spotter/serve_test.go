@@ -137,3 +137,33 @@ func firstKey(reqs []anthropictest.Request) string {
 	}
 	return reqs[0].Header.Get("X-Api-Key")
 }
+
+// serve's deployment flags: the database from $SPOTTER_DATABASE_URL
+// (its password never printed), and --advertise checked before anything
+// starts: a base URL, with a shared token.
+func TestServeClusterFlags(t *testing.T) {
+	t.Setenv("SPOTTER_TOKEN", "")
+	t.Setenv("SPOTTER_DATABASE_URL", "postgres://spotter:hunter2@/spotter?host="+t.TempDir()+"&connect_timeout=5")
+	var out, errOut bytes.Buffer
+	err := serveCmd(t.Context(), []string{"--data", t.TempDir(), "--addr", "127.0.0.1:0", "--isolate", "none"}, &out, &errOut)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "postgres") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("serve with $SPOTTER_DATABASE_URL naming no server = %v, want exit 2 naming postgres, without the password", err)
+	}
+	t.Setenv("SPOTTER_DATABASE_URL", "")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--advertise", "http://:8080", "--token", "tok-0123456789"}, "--advertise"},             // $(POD_IP) was empty
+		{[]string{"--advertise", "10.0.0.1:8080", "--token", "tok-0123456789"}, "--advertise"},            // no scheme
+		{[]string{"--advertise", "http://10.0.0.1:8080/x?y", "--token", "tok-0123456789"}, "--advertise"}, // not a base URL
+		{[]string{"--advertise", "http://127.0.0.1:0"}, "token"},                                          // no shared token
+	} {
+		errOut.Reset()
+		err := serveCmd(t.Context(), append([]string{"--data", t.TempDir(), "--addr", "127.0.0.1:0", "--isolate", "none"}, tt.args...), &out, &errOut)
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("serve %v = %v, want exit 2 naming %s", tt.args, err, tt.want)
+		}
+	}
+}
