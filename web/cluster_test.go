@@ -339,8 +339,11 @@ func (c *client) events(id string) []sseEvent {
 // placed on all three; the owner of a session whose turn is in the middle
 // (its model's answer held back) is killed with SIGKILL, then the owner of
 // a session waiting for an approval; a survivor adopts each and finishes
-// it. Every session ends its turn, every event stream is gap-free with
-// each call and result once, and every click ran once.
+// it, while a client follows that session's events through another
+// replica. Then the last survivor drains (SIGTERM) with a turn running,
+// into a replica that just joined. Every session ends its turn, every
+// event stream is gap-free with each call and result once, and every
+// click ran once.
 func TestReplicas(t *testing.T) {
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the replicas (the built binary, real Chromium, PostgreSQL)")
@@ -611,9 +614,23 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 
-	// A drain hands over at once: a new replica joins, the last survivor
-	// gets SIGTERM, exits 0, and the new one answers for every session.
+	// A drain hands its sessions over: the last survivor starts a session
+	// whose turn runs (its model's second answer held), a new replica
+	// joins, and the survivor gets SIGTERM. It waits --drain-timeout (5s)
+	// for the turn, then hands every session over and exits 0; the new
+	// replica answers for all of them and finishes the turn it resumed.
 	last := cl.reps[0]
+	model.hold("late")
+	resp, _, err := cl.do("PUT", "/session", spec("Press Go. tag=late .", map[string]any{"start_url": page.URL + "/?tag=late"}))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /session (late) = %v, %v", resp, err)
+	}
+	ids["late"] = resp.Header.Get("X-Session-Id")
+	go func() {
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+	}()
+	<-model.asked("late")
 	r4 := startReplica(t, bin, "r4", data, dsn, env)
 	cl.reps = append(cl.reps, r4)
 	term := time.Now()
@@ -630,6 +647,8 @@ func TestReplicas(t *testing.T) {
 	}
 	exited := time.Since(term)
 	cl.drop(last)
+	model.release("late")
+	tags = append(tags, "late")
 	for _, tag := range tags {
 		if _, by := cl.waitFor(ids[tag], 30*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" }); by != r4.id {
 			t.Errorf("session %s is answered by %q after %s drained, want %s", tag, by, last.id, r4.id)
@@ -638,9 +657,22 @@ func TestReplicas(t *testing.T) {
 	t.Logf("drain of %s: exited %v after SIGTERM, every session answered by %s %v after it",
 		last.id, exited.Round(time.Millisecond), r4.id, time.Since(term).Round(time.Millisecond))
 	for _, tag := range tags {
-		if evs := cl.events(ids[tag]); kinds(evs)[len(evs)-1] != "turn_stop:end_turn" {
-			t.Errorf("session %s after the hand-over: stream ends %v", tag, kinds(evs)[len(evs)-1:])
+		evs := cl.events(ids[tag])
+		count := map[string]int{}
+		for i, e := range evs {
+			if e.ID != int64(i+1) {
+				t.Errorf("session %s after the hand-over: event %d has seq %d: a gap or a duplicate", tag, i, e.ID)
+			}
+			count[e.Type+":"+e.field("toolCallId")]++
+		}
+		if k := kinds(evs); k[len(k)-1] != "turn_stop:end_turn" || count["tool_result:toolu_"+tag] != 1 {
+			t.Errorf("session %s after the hand-over: stream %v, want one result of its call and end_turn last", tag, k)
 		}
 	}
+	clickMu.Lock()
+	if n := clicks["late"]; n != 1 {
+		t.Errorf("session late, handed over mid-turn: the button was clicked %d times, want once", n)
+	}
+	clickMu.Unlock()
 	t.Logf("done after %v", time.Since(t0).Round(time.Millisecond))
 }
