@@ -20,9 +20,13 @@ import (
 )
 
 // defaultModel builds a session's model with the provider adapters the
-// runner knows, with keys and base URLs from getenv.
+// runner knows, with keys and base URLs from getenv, or the built-in demo's.
 func defaultModel(m session.ModelSpec, image screen.Size, tools []harness.ToolSpec, getenv func(string) string, log *slog.Logger) (harness.Model, error) {
-	spec := runner.ModelSpec{Provider: m.Provider, Name: m.Name, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens, Context: m.Context}
+	if m.Provider == session.ProviderDemo {
+		return demoModel(image, tools, log)
+	}
+	spec := runner.ModelSpec{Provider: m.Provider, Name: m.Name, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens, Context: m.Context,
+		Turns: m.Turns}
 	return runner.NewModel(spec, image, tools, getenv, log)
 }
 

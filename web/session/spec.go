@@ -10,6 +10,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -52,6 +53,9 @@ type ModelSpec struct {
 	Name      string `json:"name,omitempty"`
 	BaseURL   string `json:"base_url,omitempty"`
 	MaxTokens int    `json:"max_tokens,omitempty"`
+	// Turns are a script model's turns (provider "script"): OpenAI
+	// computer actions in the pixels of the session's screenshots.
+	Turns []script.Turn `json:"turns,omitempty"`
 	// Context says which screenshots each request to the model carries
 	// in full (keep, chunk, repeats; zero values are the defaults of
 	// harness/ctxpolicy).
@@ -169,6 +173,9 @@ func (s *Spec) defaults(kind string) error {
 	if s.MaxSteps == 0 {
 		s.MaxSteps = 50
 	}
+	if err := s.builtin(kind); err != nil { // a script or the demo; a demo: start URL
+		return err
+	}
 	if s.StartURL == "" {
 		s.StartURL = "about:blank"
 	}
@@ -261,8 +268,10 @@ func (s Spec) image() screen.Size {
 		return *s.Display.Image
 	case s.Provider != "":
 		return screen.RuleFor(s.Provider, s.Model.Name).Fit(s.Display.Size())
-	case s.Model.Provider == "script":
+	case s.Model.Provider == ProviderScript:
 		return s.Display.Size()
+	case s.Model.Provider == ProviderDemo:
+		return screen.RuleFor("anthropic", DemoModelName).Fit(s.Display.Size())
 	}
 	return screen.RuleFor(s.Model.Provider, s.Model.Name).Fit(s.Display.Size())
 }
