@@ -10,8 +10,8 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
-	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/harness/ctxpolicy"
+	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/screen"
 )
 
