@@ -393,7 +393,11 @@ func (s *Server) Close(ctx context.Context) error {
 	err := s.mgr.Close(ctx)
 	var rerr error
 	if s.cluster != nil {
-		rerr = s.cluster.release(context.WithoutCancel(ctx))
+		// Bounded: with the database gone, the others adopt the sessions
+		// once this replica's lease lapses instead.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		rerr = s.cluster.release(rctx)
+		cancel()
 	}
 	return errors.Join(merr, err, rerr, s.closeStore())
 }
