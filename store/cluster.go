@@ -107,22 +107,11 @@ func (d *db) CreateOwnedSession(ctx context.Context, s Session, replica string) 
 	case replica == "":
 		return fmt.Errorf("create session %s: empty owner", s.ID)
 	}
-	args, err := sessionArgs(s)
-	if err != nil {
-		return fmt.Errorf("create session %s: %w", s.ID, err)
-	}
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, d.q(`INSERT INTO sessions (kind, title, status, config, state, url, step, error, created_us, updated_us, id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), args...)
-		if err != nil {
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		if err := d.insertSession(ctx, tx, s); err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrConflict
-		}
-		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO session_owners (session, owner, epoch, since_us) VALUES (?, ?, 1, ?)`),
+		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO session_owners (session, owner, epoch, since_us) VALUES (?, ?, 1, ?)`),
 			s.ID, replica, micros(now()))
 		return err
 	})

@@ -152,25 +152,28 @@ func (d *db) CreateSession(ctx context.Context, s Session) error {
 	if s.ID == "" {
 		return errors.New("create session: empty id")
 	}
-	args, err := sessionArgs(s)
+	err := d.write(ctx, func(tx *sql.Tx) error { return d.insertSession(ctx, tx, s) })
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", s.ID, err)
 	}
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, d.q(`INSERT INTO sessions (kind, title, status, config, state, url, step, error, created_us, updated_us, id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), args...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrConflict
-		}
-		return nil
-	})
+	return nil
+}
+
+// insertSession inserts s in tx; an existing id is ErrConflict.
+func (d *db) insertSession(ctx context.Context, tx *sql.Tx, s Session) error {
+	args, err := sessionArgs(s)
 	if err != nil {
-		return fmt.Errorf("create session %s: %w", s.ID, err)
+		return err
+	}
+	res, err := tx.ExecContext(ctx, d.q(`INSERT INTO sessions (kind, title, status, config, state, url, step, error, created_us, updated_us, id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return ErrConflict
 	}
 	return nil
 }

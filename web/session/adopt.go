@@ -2,9 +2,7 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/store"
@@ -105,19 +103,7 @@ func (m *Manager) restoreApprovalsOf(ctx context.Context, session string) error 
 		if queued[a.ID] {
 			continue
 		}
-		var pr PermissionRequest
-		if len(a.Request) > 0 {
-			if err := json.Unmarshal(a.Request, &pr); err != nil {
-				m.log.Error("restore approval", "approval", a.ID, "err", err)
-			}
-		}
-		r := pr.Request
-		r.ID, r.Session, r.CallID, r.Index, r.Rule, r.Reason = a.ID, a.Session, a.CallID, a.Index, a.Rule, a.Reason
-		r.Created, r.Deadline, r.Verdict = a.Created, a.Deadline, nil
-		if r.Deadline.IsZero() {
-			r.Deadline = time.Now() // nothing to wait for: it expires
-		}
-		rs = append(rs, r)
+		rs = append(rs, m.pendingRequest(a))
 	}
 	if err := m.q.Restore(rs); err != nil {
 		return fmt.Errorf("restore approvals: %w", err)

@@ -367,24 +367,30 @@ func (m *Manager) restoreApprovals(ctx context.Context) error {
 	}
 	rs := make([]approvals.Request, 0, len(as))
 	for _, a := range as {
-		var pr PermissionRequest
-		if len(a.Request) > 0 {
-			if err := json.Unmarshal(a.Request, &pr); err != nil {
-				m.log.Error("restore approval", "approval", a.ID, "err", err)
-			}
-		}
-		r := pr.Request
-		r.ID, r.Session, r.CallID, r.Index, r.Rule, r.Reason = a.ID, a.Session, a.CallID, a.Index, a.Rule, a.Reason
-		r.Created, r.Deadline, r.Verdict = a.Created, a.Deadline, nil
-		if r.Deadline.IsZero() {
-			r.Deadline = time.Now() // nothing to wait for: it expires
-		}
-		rs = append(rs, r)
+		rs = append(rs, m.pendingRequest(a))
 	}
 	if err := m.q.Restore(rs); err != nil {
 		return fmt.Errorf("restore approvals: %w", err)
 	}
 	return nil
+}
+
+// pendingRequest is the queue's request of a stored pending approval, as
+// it was shown when it was asked; its deadline stays.
+func (m *Manager) pendingRequest(a store.Approval) approvals.Request {
+	var pr PermissionRequest
+	if len(a.Request) > 0 {
+		if err := json.Unmarshal(a.Request, &pr); err != nil {
+			m.log.Error("restore approval", "approval", a.ID, "err", err)
+		}
+	}
+	r := pr.Request
+	r.ID, r.Session, r.CallID, r.Index, r.Rule, r.Reason = a.ID, a.Session, a.CallID, a.Index, a.Rule, a.Reason
+	r.Created, r.Deadline, r.Verdict = a.Created, a.Deadline, nil
+	if r.Deadline.IsZero() {
+		r.Deadline = time.Now() // nothing to wait for: it expires
+	}
+	return r
 }
 
 // sweep denies, now and then, the requests past their deadline that no
