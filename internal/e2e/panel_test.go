@@ -311,6 +311,8 @@ func TestPanelApprove(t *testing.T) {
 	env.do(t, "start a task from the panel", 30*time.Second,
 		chromedp.Click("#new-task-link"),
 		chromedp.WaitVisible("#nt-task"),
+		chromedp.Click(`#new-task-form input[name="kind"][value="provider"]`),
+		chromedp.WaitVisible("#nt-model"),
 		chromedp.SendKeys("#nt-task", "Buy the teapot"),
 		chromedp.SendKeys("#nt-url", env.shop),
 		chromedp.SendKeys("#nt-model", "claude-sonnet-4-5"),
@@ -416,11 +418,13 @@ func TestPanelEdit(t *testing.T) {
 	env.waitMarker(t)
 	env.do(t, "open the editor", 10*time.Second, chromedp.Click(`#approval-list .approval .edit-toggle`))
 
-	// Aim at an empty spot left of the button (viewport (200, 500)).
+	// Aim at an empty spot left of the button (viewport (200, 500)), with
+	// the screenshot on screen (opening the editor focuses its fields).
 	ctx, cancel := context.WithTimeout(env.tab, 10*time.Second)
 	defer cancel()
 	p, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`(() => {
 		const img = document.querySelector('#approval-list .approval .a-shot');
+		img.scrollIntoView({block: 'center', behavior: 'instant'});
 		const r = img.getBoundingClientRect();
 		const ix = 200 * img.naturalWidth / %d, iy = 500 * img.naturalHeight / %d;
 		return [r.left + ix * r.width / img.naturalWidth, r.top + iy * r.height / img.naturalHeight,
@@ -503,6 +507,12 @@ func TestPanelTakeover(t *testing.T) {
 	)
 	if n := env.bought.Load(); n != 1 {
 		t.Errorf("the shop saw %d purchases after the operator's click, want 1", n)
+	}
+	// The operator's own click is in the history, as the server recorded it.
+	env.do(t, "see the operator's click in the history", 30*time.Second,
+		chromedp.WaitVisible(`#timeline li[data-type="operator_input"]`))
+	if got := eval[string](t, env, `document.querySelector('#timeline li[data-type="operator_input"]').innerText`); !strings.Contains(got, "Operator") || !strings.Contains(got, "click at (") {
+		t.Errorf("history shows the operator's input as %q, want the operator's click", got)
 	}
 	// The point sent is the image pixel under the pointer: within one CSS
 	// pixel of the page (p[4] image px) of the one aimed at.

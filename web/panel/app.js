@@ -186,6 +186,9 @@
   async function boot() {
     $('login-form').addEventListener('submit', login);
     $('new-task-form').addEventListener('submit', startTask);
+    for (const r of document.querySelectorAll('#new-task-form input[name=kind]')) r.addEventListener('change', () => taskKind(true));
+    taskKind(true);
+    for (const id of ['nt-task', 'nt-url', 'nt-script']) $(id).addEventListener('input', () => { delete $(id).dataset.auto; });
     $('takeover').addEventListener('click', () => setTakeover(true));
     $('handback').addEventListener('click', () => setTakeover(false));
     $('stop-session').addEventListener('click', stopSession);
@@ -349,6 +352,7 @@
     $('approvals').hidden = true;
     $('session-title').textContent = id;
     $('session-status').textContent = '';
+    setKind('');
     renderTakeover();
     markCurrent();
     showLive('/session/' + seg(id) + '/screen?t=' + Date.now());
@@ -361,6 +365,7 @@
       const s = h.session || {};
       $('session-title').textContent = sessionLabel({ ...s, id });
       setStatus(s.status);
+      setKind(str(s.kind) || 'agent');
       const pending = await api('GET', '/approvals?status=pending&session=' + seg(id));
       if (state.current !== id) return;
       for (const a of listOf(pending, 'approvals')) addApproval(normApproval(a));
@@ -373,8 +378,22 @@
     $('session-status').textContent = str(s) || 'unknown';
   }
 
+  // setKind shows the message box only where there is a model to message:
+  // the server runs the model of agent sessions only. An executor or MCP
+  // session's model runs in its client, and a message would be refused.
+  function setKind(kind) {
+    const agent = kind === 'agent';
+    $('msg-form').hidden = !agent;
+    const why = {
+      executor: 'Its client runs the model and posts the calls (the executor API): there is no model here to message.',
+      mcp: 'An MCP client drives this session: there is no model here to message.',
+    }[kind];
+    $('msg-none').textContent = why || '';
+    $('msg-none').hidden = agent || !why;
+  }
+
   const eventTypes = ['session', 'text_delta', 'tool_call', 'permission_request', 'tool_result',
-    'approval_decided', 'takeover', 'turn_stop', 'error_event', 'status'];
+    'approval_decided', 'takeover', 'operator_input', 'turn_stop', 'error_event', 'status'];
 
   function connect() {
     const id = state.current;
@@ -475,6 +494,15 @@
         state.takeover = active;
         renderTakeover();
         if (!active) refreshLive();
+        break;
+      }
+      case 'operator_input': {
+        // What an operator did during a takeover (or tried: the policy
+        // may refuse it), as the server recorded it: typed text is
+        // already masked when secret.
+        const what = actionSummary(d.action) || 'input';
+        const li = item(type, 'Operator', d.error ? what + ' (refused: ' + str(d.error) + ')' : what);
+        if (d.error) li.classList.add('is-error');
         break;
       }
       case 'turn_stop': {
@@ -704,7 +732,35 @@
       mk.style.top = (100 * p.y / img.naturalHeight) + '%';
       mk.hidden = false;
     };
-    img.addEventListener('load', () => { place(marker, m); place(editMarker, card._edit); });
+    // The marker rings the point and leaves it clear, so the target's own
+    // label stays readable; its label (what the target is) sits outside
+    // the ring, above it or, near the top, below it, and is kept inside
+    // the screenshot near the sides.
+    const t0 = a.target || {};
+    q('.marker-label').textContent = clip(str(t0.name) || str(t0.text) || str(a.action && a.action.kind) || 'target', 40);
+    const zoom = q('.a-zoom');
+    const closeUp = (p) => {
+      if (!p || !img.naturalWidth) { zoom.hidden = true; return; }
+      // Twice the image's own pixels, the point in the middle of the
+      // view whatever its size.
+      const zi = q('.a-zoom-img');
+      zoom.hidden = false;
+      zi.style.backgroundImage = 'url("' + img.src.replace(/["\\]/g, '') + '")';
+      zi.style.width = (2 * img.naturalWidth) + 'px';
+      zi.style.height = (2 * img.naturalHeight) + 'px';
+      zi.style.marginLeft = (-2 * (p.x + 0.5)) + 'px';
+      zi.style.marginTop = (-2 * (p.y + 0.5)) + 'px';
+    };
+    img.addEventListener('load', () => {
+      place(marker, m);
+      if (m) {
+        marker.classList.toggle('label-below', m.y < img.naturalHeight * 0.2);
+        marker.classList.toggle('label-left', m.x > img.naturalWidth * 0.8);
+        marker.classList.toggle('label-right', m.x < img.naturalWidth * 0.2);
+      }
+      place(editMarker, card._edit);
+      closeUp(m);
+    });
     const src = shotURL(a.shot, a.session);
     if (src) img.src = src; else q('.a-shot-wrap').hidden = true;
     q('.a-where').textContent = m ? 'Target at (' + Math.round(m.x) + ', ' + Math.round(m.y) + ') in screenshot pixels.' : 'No point on the screen.';
@@ -846,6 +902,51 @@
 
   // ---- new task -------------------------------------------------------------
 
+  // The demo's task, as examples/demo-anthropic.yaml words it. The
+  // recording does not depend on it, but the operator reads it.
+  const demoTask = 'Check in the passenger Ada Lovelace, open the command palette with Ctrl+Shift+K, ' +
+    'reserve seat 30 from the seat list, and drag the ticket into the tray.';
+
+  // A script for the demo app, in pixels of its 1280x800 screenshot.
+  const demoScript = JSON.stringify([
+    { say: "I type the passenger's name and press Check in.",
+      actions: [{ type: 'click', x: 227, y: 141 }, { type: 'type', text: 'Ada Lovelace' }, { type: 'click', x: 482, y: 141 }] },
+    { say: 'Now the command palette.', actions: [{ type: 'keypress', keys: ['CTRL', 'SHIFT', 'K'] }] },
+    { say: 'Done: Ada Lovelace is checked in and the palette is open.' },
+  ], null, 2);
+
+  // taskKind shows the fields of the chosen kind of model and, when reset,
+  // fills in what that kind starts from.
+  function taskKind(reset) {
+    const f = $('new-task-form');
+    const kind = (f.querySelector('input[name=kind]:checked') || {}).value || 'demo';
+    $('nt-demo-note').hidden = kind !== 'demo';
+    $('nt-script-row').hidden = kind !== 'script';
+    $('nt-provider-row').hidden = kind !== 'provider';
+    $('nt-url-hint').hidden = kind === 'provider';
+    $('nt-url').readOnly = kind === 'demo';
+    if (!reset) return;
+    const was = f.dataset.kind;
+    f.dataset.kind = kind;
+    // Values the operator typed stay; defaults follow the kind.
+    const fresh = (el, v) => { if (!el.value || el.dataset.auto === 'true') { el.value = v; el.dataset.auto = 'true'; } };
+    if (kind === 'demo') {
+      $('nt-url').value = 'demo:/';
+      $('nt-url').dataset.auto = 'true';
+      fresh($('nt-task'), demoTask);
+    } else if (was === 'demo' && $('nt-url').dataset.auto === 'true') {
+      $('nt-url').value = kind === 'script' ? 'demo:/' : '';
+    }
+    if (kind === 'script') {
+      fresh($('nt-script'), demoScript);
+      fresh($('nt-task'), 'Check in Ada Lovelace (a scripted run on the demo app).');
+    }
+    if (kind === 'provider' && $('nt-task').dataset.auto === 'true') $('nt-task').value = '';
+    // Offline runs ask before every action, so there is something to
+    // decide; a real model, before what the rules flag.
+    $('nt-supervise').value = kind === 'provider' ? 'flagged' : 'all';
+  }
+
   async function startTask(ev) {
     ev.preventDefault();
     const f = ev.target;
@@ -853,14 +954,32 @@
     err.textContent = '';
     const task = f.task.value.trim();
     if (!task) { err.textContent = 'Describe the task.'; return; }
+    const kind = (f.querySelector('input[name=kind]:checked') || {}).value || 'demo';
     const body = {
       title: clip(task, 80),
       messages: [{ role: 'user', content: task }],
-      model: { provider: f.provider.value.trim() },
       approvals: { supervise: f.supervise.value },
     };
-    if (f.model.value.trim()) body.model.name = f.model.value.trim();
-    if (f.start_url.value.trim()) body.start_url = f.start_url.value.trim();
+    if (kind === 'demo') {
+      body.model = { provider: 'demo' };
+    } else if (kind === 'script') {
+      let turns;
+      try { turns = JSON.parse(f.script.value); } catch (e) {
+        err.textContent = 'The script is not JSON: ' + str(e.message);
+        $('nt-script').focus();
+        return;
+      }
+      if (!Array.isArray(turns) || !turns.length) {
+        err.textContent = 'The script is a JSON list of turns: [{"say": "...", "actions": [{"type": "click", "x": 10, "y": 20}]}]';
+        $('nt-script').focus();
+        return;
+      }
+      body.model = { provider: 'script', turns };
+    } else {
+      body.model = { provider: f.provider.value };
+      if (f.model.value.trim()) body.model.name = f.model.value.trim();
+    }
+    if (kind !== 'demo' && f.start_url.value.trim()) body.start_url = f.start_url.value.trim();
     const steps = Number(f.max_steps.value);
     if (Number.isInteger(steps) && steps > 0) body.max_steps = steps;
     const submit = f.querySelector('button[type=submit]');
@@ -868,6 +987,8 @@
     try {
       const id = await createSession(body);
       f.reset();
+      for (const el of f.querySelectorAll('[data-auto]')) delete el.dataset.auto;
+      taskKind(true);
       location.hash = '#/session/' + seg(id);
       refreshLists();
     } catch (e) {
