@@ -116,8 +116,8 @@ func TestPanelDemo(t *testing.T) {
 	env.do(t, "open the new task form", 30*time.Second, chromedp.Click("#new-task-link"), chromedp.WaitVisible("#nt-task"))
 	type form struct {
 		Kind, Task, URL, Supervise string
-		URLReadOnly, ScriptShown  bool
-		ProviderShown             bool
+		URLReadOnly, ScriptShown   bool
+		ProviderShown              bool
 	}
 	f := eval[form](t, env, `({
 		Kind: document.querySelector('#new-task-form input[name=kind]:checked').value,
