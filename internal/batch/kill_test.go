@@ -213,6 +213,19 @@ func testKilledBatch(t *testing.T, bin, iso string) {
 	if _, err := os.Stat(junitPath); err != nil {
 		t.Errorf("junit.xml: %v", err)
 	}
+	// The batch's time is both runs': the killed one's up to the last job
+	// it finished (it could not record its end), then the re-run's.
+	if len(sum.Attempts) != 2 || !sum.Attempts[0].Estimated || sum.Attempts[0].Elapsed <= 0 || sum.Attempts[1].Estimated ||
+		sum.TotalElapsed != sum.Attempts[0].Elapsed+sum.Attempts[1].Elapsed || sum.TotalElapsed <= sum.Elapsed {
+		t.Errorf("summary runs %+v, total %v, this run %v; want the killed run (estimated) and the re-run, adding up",
+			sum.Attempts, sum.TotalElapsed, sum.Elapsed)
+	}
+	if raw, err := os.ReadFile(junitPath); err == nil {
+		want := fmt.Sprintf(`time="%.3f"`, sum.TotalElapsed.Seconds())
+		if !bytes.Contains(raw, []byte(want)) {
+			t.Errorf("junit.xml does not give the whole batch's time, %s:\n%.400s", want, raw)
+		}
+	}
 	if sum.Isolation != batch.Isolation(iso) {
 		t.Errorf("summary isolation = %q, want %q", sum.Isolation, iso)
 	}
