@@ -256,6 +256,10 @@ type Browser struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// frameMu orders the frames of the browser's displays (frame
+	// control). It lives and dies with the browser: a map of locks by
+	// browser kept every browser ever started alive.
+	frameMu sync.Mutex
 }
 
 // Launch starts a headless Chromium with a fresh temporary profile

@@ -37,6 +37,7 @@ type Display struct {
 	ctx     context.Context
 	t       cdp.Session       // the tab: a *chromedp.Target
 	browser *chromedp.Browser // nil in unit tests
+	frameMu *sync.Mutex       // the browser's frame lock (Browser.frameMu); nil in unit tests
 	state   *pageState
 	r       renderer // how the page is drawn, settled and captured (the Mode)
 	// browserContext is the tab's browser context when the display made it
@@ -139,7 +140,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		return nil, fmt.Errorf("new display: open tab: %w", err)
 	}
 	c := chromedp.FromContext(tctx)
-	d.browser, d.bctx, d.frames = c.Browser, b.ctx, frames
+	d.browser, d.bctx, d.frames, d.frameMu = c.Browser, b.ctx, frames, &b.frameMu
 	d.bcID = cmp.Or(d.browserContext, c.BrowserContextID)
 	first := &tab{id: c.Target.TargetID, ctx: tctx, cancel: tcancel, t: c.Target, state: d.state}
 	d.first, d.all = first, []*tab{first}

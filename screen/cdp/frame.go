@@ -137,23 +137,16 @@ func (f *frameControl) apply(ctx context.Context, o output) error {
 
 // frame runs one frame, with a screenshot if shot is not nil.
 func (f *frameControl) frame(ctx context.Context, shot *headlessexperimental.ScreenshotParams) (headlessexperimental.BeginFrameResult, error) {
-	mu := frameLock(f.d.browser)
+	// Frames of two displays of one frame-controlled browser must not
+	// overlap, or Chromium answers with frames of the wrong window and,
+	// under load, exits: the browser's lock (Browser.frameMu) orders them.
+	mu := f.d.frameMu
+	if mu == nil {
+		mu = new(sync.Mutex) // unit tests: no browser to share
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	return call(ctx, f.d, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: shot})
-}
-
-// frameLocks holds one mutex per browser process: frames of two displays
-// of one frame-controlled browser must not overlap, or Chromium answers
-// with frames of the wrong window and, under load, exits.
-var frameLocks sync.Map // *chromedp.Browser → *sync.Mutex
-
-func frameLock(b *chromedp.Browser) *sync.Mutex {
-	if b == nil {
-		return new(sync.Mutex) // unit tests: no browser to share
-	}
-	mu, _ := frameLocks.LoadOrStore(b, new(sync.Mutex))
-	return mu.(*sync.Mutex)
 }
 
 // settle runs frames until one draws nothing new while the page loads
