@@ -56,6 +56,13 @@ var Routes = []Route{
 // maxWait bounds the long-poll of executor calls.
 const maxWait = 10 * time.Minute
 
+// Retry-After of the answers to a session refused at MaxSessions (503) and
+// of an executor call refused past MaxQueuedCalls (429).
+const (
+	retryAfterSessions = 30 * time.Second
+	retryAfterCalls    = 2 * time.Second
+)
+
 func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	s.cop = http.NewCrossOriginProtection()
@@ -142,6 +149,15 @@ func (s *Server) fail(c *gin.Context, err error) {
 		code, msg = http.StatusForbidden, err.Error()
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		code, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, session.ErrGone):
+		code, msg = http.StatusGone, err.Error()
+	case errors.Is(err, session.ErrTooManySessions):
+		// The server is at capacity: a session that stops makes room.
+		c.Header("Retry-After", strconv.Itoa(int(retryAfterSessions/time.Second)))
+		code, msg = http.StatusServiceUnavailable, err.Error()
+	case errors.Is(err, session.ErrTooManyCalls):
+		c.Header("Retry-After", strconv.Itoa(int(retryAfterCalls/time.Second)))
+		code, msg = http.StatusTooManyRequests, err.Error()
 	case errors.Is(err, session.ErrConflict), errors.Is(err, store.ErrConflict), errors.Is(err, session.ErrNoTakeover):
 		code, msg = http.StatusConflict, err.Error()
 	case errors.Is(err, context.Canceled):

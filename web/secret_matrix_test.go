@@ -670,13 +670,17 @@ func (c *smCell) runExecutor() {
 	c.pendingChecks(approval)
 	c.decide(approval)
 	if c.restarted {
-		// An executor session does not survive a restart: it ends.
+		// The session survives the restart: the resumed call is answered
+		// (the password is not kept across a restart, so it is not typed)
+		// and the approval nothing waits for any more is closed.
 		c.events = c.follow(0)
-		c.events.await(t, "turn_stop error", 0, smIsStop("error"))
-		code, b := c.request("GET", "/executor/sessions/"+c.id+"/calls/"+callID+"?wait=0s", nil)
+		c.events.await(t, "the call's result", 0, func(e sseEvent) bool {
+			return e.Type == "tool_result" && e.field("toolCallId") == callID
+		})
+		code, b := c.request("GET", "/executor/sessions/"+c.id+"/calls/"+callID+"?wait=60s", nil)
 		c.callOutputs = append(c.callOutputs, b)
-		if code == http.StatusOK && strings.Contains(string(b), `"done"`) {
-			t.Errorf("after the restart the call was answered %s, want no answer (the session ended)", b)
+		if code != http.StatusOK || !strings.Contains(string(b), `"done"`) {
+			t.Errorf("after the restart the call was answered %d %.300s, want its result", code, b)
 		}
 		return
 	}

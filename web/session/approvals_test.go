@@ -230,8 +230,10 @@ func TestManagerRestoreApprovals(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
-	if err := m.Restore(t.Context()); err != nil {
-		t.Fatalf("Restore() = %v", err)
+	// The queue part of Restore: Restore itself would then close the
+	// request, since no resumed run waits for it (restore_test.go).
+	if err := m.restoreApprovals(t.Context()); err != nil {
+		t.Fatalf("restoreApprovals() = %v", err)
 	}
 	got, err := m.q.Get("ap_1")
 	if err != nil || !cmp.Equal(got.Action, req.Action) || got.Frame.ID != "f1" {
@@ -423,8 +425,9 @@ func TestManagerRestoreSafetyChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m2.Close(context.Background()) })
-	if err := m2.Restore(t.Context()); err != nil {
-		t.Fatalf("Restore() = %v", err)
+	// The queue part of Restore (see TestManagerRestoreApprovals).
+	if err := m2.restoreApprovals(t.Context()); err != nil {
+		t.Fatalf("restoreApprovals() = %v", err)
 	}
 	got, err := m2.q.Get(pr.ApprovalID)
 	if err != nil || got.Index != -1 || got.Action.Kind != 0 || !cmp.Equal(got.SafetyChecks, []harness.SafetyCheck{injection}) {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
@@ -91,6 +92,11 @@ type TurnStopEvent struct {
 	Error      string `json:"error,omitempty"`
 }
 
+// maxCachedEvents is how many of a session's latest events are kept in
+// memory, for the streams that follow it; older ones are read from the
+// store.
+const maxCachedEvents = 256
+
 // emit stores an event and then hands it to the session's subscribers.
 // Events are stored before anyone sees them, so a stream can always be
 // replayed from the store.
@@ -109,6 +115,10 @@ func (s *Session) emit(typ string, data any) {
 	}
 	s.evMu.Lock()
 	s.events = append(s.events, e)
+	if len(s.events) > 2*maxCachedEvents {
+		s.events = slices.Clone(s.events[len(s.events)-maxCachedEvents:])
+	}
+	s.lastSeq = e.Seq
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.evMu.Unlock()
@@ -118,20 +128,46 @@ func (s *Session) emit(typ string, data any) {
 // is closed when more arrive.
 func (s *Session) Events(after int64) ([]store.Event, <-chan struct{}) {
 	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	i := len(s.events)
-	for i > 0 && s.events[i-1].Seq > after {
-		i--
+	changed, last := s.changed, s.lastSeq
+	if after >= last || (len(s.events) > 0 && after >= s.events[0].Seq-1) {
+		defer s.evMu.Unlock()
+		i := len(s.events)
+		for i > 0 && s.events[i-1].Seq > after {
+			i--
+		}
+		return append([]store.Event(nil), s.events[i:]...), changed
 	}
-	return append([]store.Event(nil), s.events[i:]...), s.changed
+	s.evMu.Unlock()
+	// Older than what memory holds: the store has every event.
+	evs, err := s.m.st.Events(context.WithoutCancel(s.m.base), s.id, after)
+	if err != nil {
+		s.log.Error("read events", "after", after, "err", err)
+		s.evMu.Lock()
+		defer s.evMu.Unlock()
+		return append([]store.Event(nil), s.events...), changed
+	}
+	return evs, changed
 }
 
 // LastSeq returns the seq of the session's latest event.
 func (s *Session) LastSeq() int64 {
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
-	if len(s.events) == 0 {
-		return 0
+	return s.lastSeq
+}
+
+// loadEvents reads the session's latest events from the store, for a
+// session read back (a restart, a stopped session).
+func (s *Session) loadEvents(ctx context.Context) error {
+	evs, err := s.m.st.Events(ctx, s.id, 0)
+	if err != nil {
+		return err
 	}
-	return s.events[len(s.events)-1].Seq
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if n := len(evs); n > 0 {
+		s.lastSeq = evs[n-1].Seq
+		s.events = slices.Clone(evs[max(0, n-maxCachedEvents):])
+	}
+	return nil
 }

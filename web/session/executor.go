@@ -3,12 +3,20 @@ package session
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/gemini"
@@ -16,52 +24,112 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 )
 
+// Bounds of an executor session (docs/API.md, "The executor API").
+const (
+	// MaxQueuedCalls is how many calls an executor session holds while its
+	// loop is busy (waiting for a human, say); one more is
+	// ErrTooManyCalls.
+	MaxQueuedCalls = 64
+	// MaxRetainedCalls is how many answered calls an executor session
+	// keeps the result of, for retries and GET /calls/:id; an older
+	// call's id is ErrGone.
+	MaxRetainedCalls = 16
+	// maxGoneIDs is how many ids of answered calls whose results were let
+	// go a session still recognizes (as hashes): posting one again is
+	// ErrGone, not a new call. Older ones run again.
+	maxGoneIDs = 1 << 14
+	// maxCallID bounds a call's id, which every record of the call keys.
+	maxCallID = 256
+	// maxCallName bounds the tool or function name a call records.
+	maxCallName = 128
+)
+
+// What of a posted call is stored (the trace, the session's state, its
+// events, messages and tool calls): the decoded call (its canonical
+// actions) and the call as posted, with the fields its provider's format
+// does not define left out and long values shortened: a string over
+// maxRawString bytes is replaced whole by a note of its length (typed text
+// is never cut in two, so that masking it stays whole), an array or object
+// keeps its first maxRawItems entries, nesting stops at maxRawDepth, and a
+// call still over maxRawBytes keeps only its type, id and name.
+const (
+	maxRawBytes  = 16 << 10
+	maxRawString = 1 << 10
+	maxRawItems  = 64
+	maxRawDepth  = 8
+	maxNumber    = 64 // digits of a JSON number
+)
+
 // execModel is the Model of an executor session: each call a client posts
 // becomes a one-call Turn, and the loop's Result for it goes back to the
 // request that posted it. So the calls a client's own loop makes go
 // through the same validation, mapping, approvals and trace as the
 // server's own sessions.
+//
+// It holds the calls that are queued and running, and the results of the
+// latest MaxRetainedCalls answered ones (their screenshots are read back
+// from the trace when asked for); release lets go of everything when the
+// session is stopped.
 type execModel struct {
-	calls chan *execCall
-	ready chan struct{} // closed once the first screenshot is in
+	calls     chan *execCall
+	ready     chan struct{} // closed once the first screenshot is in
+	readyOnce sync.Once
 
-	mu      sync.Mutex
-	first   screen.Shot
-	cur     *execCall
-	byID    map[string]*execCall
-	ended   chan struct{}
-	endWhy  string
-	endOnce sync.Once
+	mu        sync.Mutex
+	first     screen.Shot
+	cur       *execCall
+	byID      map[string]*execCall // queued, running and retained calls
+	answered  []string             // ids of the retained calls in byID, oldest first
+	gone      map[uint64]struct{}  // hashes of the ids of answered calls no longer retained
+	goneOrder []uint64             // gone's keys, oldest first
+	released  bool
+	ended     chan struct{}
+	endWhy    string
+	endOnce   sync.Once
 }
 
 type execCall struct {
-	call   harness.Call
-	body   []byte        // the call as posted, canonical (see canonical)
-	done   chan struct{} // closed when result is set
+	call harness.Call // as stored: see boundRaw
+	hash [sha256.Size]byte
+	done chan struct{} // closed when result is set
+	// result answers the call; once shot (its screenshot's file, relative
+	// to the session's directory) is known, its Shot holds the frame only.
 	result harness.Result
+	shot   string
 }
 
-// maxQueuedCalls is how many calls an executor session holds while its
-// loop is busy (waiting for a human, say).
-const maxQueuedCalls = 64
+// seed keys the hashes of gone call ids; ids are not secrets, but a
+// per-process seed keeps collisions from being made on purpose.
+var seed = maphash.MakeSeed()
+
+func idHash(id string) uint64 { return maphash.String(seed, id) }
 
 func newExecModel() *execModel {
-	return &execModel{calls: make(chan *execCall, maxQueuedCalls), ready: make(chan struct{}), byID: map[string]*execCall{},
-		ended: make(chan struct{})}
+	return &execModel{calls: make(chan *execCall, MaxQueuedCalls), ready: make(chan struct{}),
+		byID: map[string]*execCall{}, gone: map[uint64]struct{}{}, ended: make(chan struct{})}
 }
+
+func (m *execModel) markReady() { m.readyOnce.Do(func() { close(m.ready) }) }
 
 func (m *execModel) Next(ctx context.Context, in harness.Input) (harness.Turn, error) {
 	m.mu.Lock()
 	if in.Shot != nil {
 		m.first = *in.Shot
-		close(m.ready)
+		m.markReady()
 	}
-	if m.cur != nil {
+	if c := m.cur; c != nil {
 		for _, r := range in.Results {
-			if r.CallID == m.cur.call.ID {
-				m.cur.result = r
-				close(m.cur.done)
+			if r.CallID != c.call.ID {
+				continue
 			}
+			if c.shot != "" && r.Shot != nil {
+				sh := *r.Shot
+				sh.Data = nil // in the trace: read back when asked for
+				r.Shot = &sh
+			}
+			c.result = r
+			close(c.done)
+			m.retire(c)
 		}
 		m.cur = nil
 	}
@@ -77,6 +145,54 @@ func (m *execModel) Next(ctx context.Context, in harness.Input) (harness.Turn, e
 	}
 }
 
+// retire keeps c's result among the latest MaxRetainedCalls and lets the
+// oldest one go. m.mu is held.
+func (m *execModel) retire(c *execCall) {
+	if m.released {
+		return
+	}
+	m.answered = append(m.answered, c.call.ID)
+	for len(m.answered) > MaxRetainedCalls {
+		id := m.answered[0]
+		m.answered = slices.Delete(m.answered, 0, 1)
+		delete(m.byID, id)
+		m.forget(id)
+	}
+}
+
+// forget remembers id as answered and no longer retained. m.mu is held.
+func (m *execModel) forget(id string) {
+	h := idHash(id)
+	if _, ok := m.gone[h]; ok {
+		return
+	}
+	m.gone[h] = struct{}{}
+	m.goneOrder = append(m.goneOrder, h)
+	if len(m.goneOrder) > maxGoneIDs {
+		delete(m.gone, m.goneOrder[0])
+		m.goneOrder = slices.Delete(m.goneOrder, 0, 1)
+	}
+}
+
+// hashOf returns the hash of call id's posted body, in hex, or "".
+func (m *execModel) hashOf(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.byID[id]; c != nil {
+		return hex.EncodeToString(c.hash[:])
+	}
+	return ""
+}
+
+// noteShot records where the screenshot of call id's result is.
+func (m *execModel) noteShot(id, shot string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.byID[id]; c != nil {
+		c.shot = shot
+	}
+}
+
 // end marks the executor's loop as finished.
 func (m *execModel) end(why string) {
 	m.endOnce.Do(func() {
@@ -85,6 +201,109 @@ func (m *execModel) end(why string) {
 		m.mu.Unlock()
 		close(m.ended)
 	})
+}
+
+// release lets go of every call and result: the session was stopped.
+func (m *execModel) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.released = true
+	m.first = screen.Shot{}
+	m.cur = nil
+	m.byID, m.answered, m.gone, m.goneOrder = map[string]*execCall{}, nil, map[uint64]struct{}{}, nil
+	for {
+		select {
+		case <-m.calls:
+			continue
+		default:
+		}
+		return
+	}
+}
+
+// records returns the retained calls as the session's state keeps them
+// for a restart. m.mu must not be held.
+func (m *execModel) records() []savedExecCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]savedExecCall, 0, len(m.answered))
+	for _, id := range m.answered {
+		c := m.byID[id]
+		if c == nil || c.shot == "" && c.result.Shot != nil {
+			continue // its screenshot is in memory only: it cannot be read back
+		}
+		r := c.result
+		sr := savedResult{CallID: id, Ran: r.Ran, Notes: r.Notes, Shot: c.shot, Cursor: r.Cursor,
+			Acknowledged: r.Acknowledged}
+		if r.Err != nil {
+			sr.Err = r.Err.Error()
+		}
+		if r.Shot != nil {
+			sr.Frame = r.Shot.Frame
+		}
+		out = append(out, savedExecCall{
+			Call: savedCall{ID: id, Name: c.call.Name, Space: c.call.Space, SafetyChecks: c.call.SafetyChecks,
+				Raw: minimalRaw(c.call.Raw), Hash: hex.EncodeToString(c.hash[:])},
+			Actions: len(c.call.Actions), Result: sr})
+	}
+	return out
+}
+
+// savedExecCall is an answered executor call as the session's state keeps
+// it: enough to answer a retry in the provider's format.
+type savedExecCall struct {
+	Call    savedCall   `json:"call"`
+	Actions int         `json:"actions,omitempty"` // how many the call had
+	Result  savedResult `json:"result"`
+}
+
+// restoreAnswered makes a call answered before a restart known again.
+func (m *execModel) restoreAnswered(sc savedExecCall) {
+	c := &execCall{call: harness.Call{ID: sc.Call.ID, Name: sc.Call.Name, Space: sc.Call.Space,
+		SafetyChecks: sc.Call.SafetyChecks, Raw: sc.Call.Raw, Actions: make([]actions.Action, sc.Actions)},
+		done: make(chan struct{}), shot: sc.Result.Shot}
+	if h, err := hex.DecodeString(sc.Call.Hash); err == nil && len(h) == sha256.Size {
+		copy(c.hash[:], h)
+	}
+	r := harness.Result{CallID: sc.Call.ID, Ran: sc.Result.Ran, Notes: sc.Result.Notes, Cursor: sc.Result.Cursor,
+		Acknowledged: sc.Result.Acknowledged}
+	if sc.Result.Err != "" {
+		r.Err = errors.New(sc.Result.Err)
+	}
+	if sc.Result.Shot != "" {
+		r.Shot = &screen.Shot{Frame: sc.Result.Frame}
+	}
+	c.result = r
+	close(c.done)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.byID[c.call.ID] = c
+	m.retire(c)
+}
+
+// restoreRunning makes the call a restart interrupted the current one:
+// the resumed loop answers it, and a retry finds it.
+func (m *execModel) restoreRunning(call harness.Call, hash string) {
+	c := &execCall{call: call, done: make(chan struct{})}
+	if h, err := hex.DecodeString(hash); err == nil && len(h) == sha256.Size {
+		copy(c.hash[:], h)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.byID[call.ID] = c
+	m.cur = c
+}
+
+// restoreGone marks the ids of calls answered before a restart whose
+// results are not retained.
+func (m *execModel) restoreGone(ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := m.byID[id]; !ok {
+			m.forget(id)
+		}
+	}
 }
 
 // ExecResult answers an executor call.
@@ -143,7 +362,7 @@ func (s *Session) First(ctx context.Context) (screen.Shot, error) {
 		defer s.exec.mu.Unlock()
 		return s.exec.first, nil
 	case <-s.exec.ended:
-		return screen.Shot{}, fmt.Errorf("%w: %s", ErrConflict, s.exec.endWhy)
+		return screen.Shot{}, fmt.Errorf("%w: %s", ErrConflict, s.exec.endReason())
 	case <-ctx.Done():
 		return screen.Shot{}, context.Cause(ctx)
 	}
@@ -153,7 +372,10 @@ func (s *Session) First(ctx context.Context) (screen.Shot, error) {
 // waits up to wait for its result. A call without an id, or one the
 // provider's format cannot answer, is ErrBadRequest. A call id seen
 // before is not run again: posted with the same body (a retry), its result
-// (or its wait) is returned; with another body, it is ErrConflict.
+// (or its wait) is returned; with another body, it is ErrConflict; a call
+// whose result is no longer kept (older than the latest MaxRetainedCalls)
+// is ErrGone. A call past MaxQueuedCalls waiting ones is ErrTooManyCalls.
+// Only what the call means is kept of it (see maxRawBytes).
 func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Duration) (ExecResult, error) {
 	if s.exec == nil {
 		return ExecResult{}, fmt.Errorf("%w: not an executor session", ErrConflict)
@@ -163,45 +385,217 @@ func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Durat
 		return ExecResult{}, err
 	}
 	call, derr := cd.decode(raw, s.spec.image())
-	if call.ID == "" {
+	switch {
+	case call.ID == "":
 		// Nothing to pair a result with: the client must fix the call.
 		if derr == nil {
 			derr = errors.New("the call has no id")
 		}
 		return ExecResult{}, bad("the call cannot be answered: %v", derr)
+	case len(call.ID) > maxCallID:
+		return ExecResult{}, bad("the call's id is %d bytes long; the limit is %d", len(call.ID), maxCallID)
 	}
 	if derr != nil && call.DecodeErr == nil {
 		call.DecodeErr = derr
 	}
-	body := canonical(raw)
+	call = meaning(s.spec.Provider, call)
+	c := &execCall{call: call, hash: sha256.Sum256(canonical(raw)), done: make(chan struct{})}
 	m := s.exec
 	m.mu.Lock()
-	c, seen := m.byID[call.ID]
-	if seen && !bytes.Equal(c.body, body) {
+	old, seen := m.byID[call.ID]
+	_, gone := m.gone[idHash(call.ID)]
+	switch {
+	case m.released:
+		m.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("%w: %s", ErrConflict, m.endWhy)
+	case seen && old.hash != c.hash:
 		m.mu.Unlock()
 		return ExecResult{}, fmt.Errorf("%w: call id %q was posted before with a different call; give every call its own id "+
 			"(posting the same call again returns its result)", ErrConflict, clip(call.ID, 64))
+	case seen:
+		m.mu.Unlock()
+		return s.awaitCall(ctx, old, cd, wait)
+	case gone:
+		m.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("%w: call %q was answered before, and its result is no longer kept: an executor "+
+			"session keeps the results of its last %d calls", ErrGone, clip(call.ID, 64), MaxRetainedCalls)
 	}
-	if !seen {
-		c = &execCall{call: call, body: body, done: make(chan struct{})}
+	select {
+	case <-m.ended:
+		m.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("%w: %s", ErrConflict, m.endWhy)
+	default:
+	}
+	select {
+	case m.calls <- c: // queued; the loop runs it when it is free
 		m.byID[call.ID] = c
+	default:
+		m.mu.Unlock()
+		return ExecResult{}, fmt.Errorf("%w: %d calls of this session are waiting already; post the next one when one "+
+			"is answered", ErrTooManyCalls, MaxQueuedCalls)
 	}
 	m.mu.Unlock()
-	if !seen {
-		select {
-		case <-m.ended:
-			s.forgetCall(call.ID)
-			return ExecResult{}, fmt.Errorf("%w: %s", ErrConflict, m.endReason())
-		default:
-		}
-		select {
-		case m.calls <- c: // queued; the loop runs it when it is free
-		default:
-			s.forgetCall(call.ID)
-			return ExecResult{}, fmt.Errorf("%w: %d calls are waiting already", ErrConflict, maxQueuedCalls)
+	return s.awaitCall(ctx, c, cd, wait)
+}
+
+// meaning is what is kept of a decoded call: its id and actions, its name
+// shortened, and its raw form bounded (boundRaw). A batch over the action
+// limits (a 10 MB text, say) is the call's error, with no actions kept,
+// as the loop would answer it; so are provider safety checks past any
+// sensible size.
+func meaning(provider string, c harness.Call) harness.Call {
+	c.Raw = boundRaw(provider, c.Raw)
+	c.Input = nil // executor calls have no application-side tools
+	if len(c.Name) > maxCallName {
+		c.Name = clip(c.Name, maxCallName/4)
+	}
+	if c.DecodeErr == nil {
+		if err := actions.ValidateBatch(c.Actions, actions.Limits{}); err != nil {
+			c.DecodeErr, c.Actions = err, nil
 		}
 	}
-	return s.awaitCall(ctx, c, cd, wait)
+	if len(c.SafetyChecks) > 0 {
+		b, _ := json.Marshal(c.SafetyChecks)
+		if len(c.SafetyChecks) > 32 || len(b) > maxRawBytes {
+			c.SafetyChecks = nil
+			if c.DecodeErr == nil {
+				c.DecodeErr, c.Actions = fmt.Errorf("%w: the call's safety checks are %d bytes; the limit is %d",
+					actions.ErrInvalid, len(b), maxRawBytes), nil
+			}
+		}
+	}
+	return c
+}
+
+// knownFields are the top-level fields of each provider's call format;
+// boundRaw leaves the others out.
+var knownFields = map[string][]string{
+	"anthropic": {"type", "id", "name", "input"},
+	"openai":    {"type", "id", "call_id", "name", "arguments", "status", "action", "actions", "pending_safety_checks"},
+	"gemini":    {"functionCall"},
+}
+
+// boundRaw is the raw form of a call as it is stored: valid JSON, the
+// provider's own fields only, bounded as maxRawBytes says. Re-encoding it
+// also makes its strings read as Go writes them, so that typed text is
+// found and masked in it whatever escapes the client used.
+func boundRaw(provider string, raw json.RawMessage) json.RawMessage {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		if len(raw) > maxRawString {
+			return mustJSON(fmt.Sprintf("[a call that is not JSON, %d bytes]", len(raw)))
+		}
+		return mustJSON(string(raw))
+	}
+	if obj, ok := v.(map[string]any); ok {
+		if keep, ok := knownFields[provider]; ok {
+			for k := range obj {
+				if !slices.Contains(keep, k) {
+					delete(obj, k)
+				}
+			}
+		}
+		if fc, ok := obj["functionCall"].(map[string]any); ok {
+			for k := range fc {
+				if k != "id" && k != "name" && k != "args" {
+					delete(fc, k)
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(bound(v, 0))
+	if err != nil || len(b) > maxRawBytes {
+		return minimalRaw(b)
+	}
+	return b
+}
+
+// bound shortens v as maxRawBytes says.
+func bound(v any, depth int) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) > maxRawString {
+			return fmt.Sprintf("[%d bytes left out]", len(x))
+		}
+		return x
+	case json.Number:
+		if len(x) > maxNumber {
+			return fmt.Sprintf("[a number of %d digits left out]", len(x))
+		}
+		return x
+	case []any:
+		if depth >= maxRawDepth {
+			return "[nested too deep: left out]"
+		}
+		out := make([]any, 0, min(len(x), maxRawItems)+1)
+		for _, e := range x[:min(len(x), maxRawItems)] {
+			out = append(out, bound(e, depth+1))
+		}
+		if n := len(x) - maxRawItems; n > 0 {
+			out = append(out, fmt.Sprintf("[%d more items left out]", n))
+		}
+		return out
+	case map[string]any:
+		if depth >= maxRawDepth {
+			return "[nested too deep: left out]"
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		out := make(map[string]any, min(len(keys), maxRawItems))
+		left := 0
+		for _, k := range keys {
+			if len(out) >= maxRawItems || len(k) > maxRawString {
+				left++
+				continue
+			}
+			out[k] = bound(x[k], depth+1)
+		}
+		if left > 0 {
+			out["spotter_left_out"] = fmt.Sprintf("%d more fields", left)
+		}
+		return out
+	}
+	return v // a bool or null
+}
+
+// minimalRaw is what pairs a result with its call: the raw call's type,
+// id, call_id and name (and a Gemini functionCall's id and name).
+func minimalRaw(raw json.RawMessage) json.RawMessage {
+	var v map[string]json.RawMessage
+	if json.Unmarshal(raw, &v) != nil {
+		return mustJSON("[the call was left out]")
+	}
+	short := func(b json.RawMessage) (string, bool) {
+		var s string
+		return s, json.Unmarshal(b, &s) == nil && len(s) <= maxCallID
+	}
+	out := map[string]any{}
+	for _, k := range []string{"type", "id", "call_id", "name"} {
+		if s, ok := short(v[k]); ok {
+			out[k] = s
+		}
+	}
+	var fc map[string]json.RawMessage
+	if json.Unmarshal(v["functionCall"], &fc) == nil {
+		f := map[string]string{}
+		for _, k := range []string{"id", "name"} {
+			if s, ok := short(fc[k]); ok {
+				f[k] = s
+			}
+		}
+		out["functionCall"] = f
+	}
+	return mustJSON(out)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v) // strings and maps of strings always marshal
+	return b
 }
 
 // canonical is a posted call without what JSON does not mean: spacing and
@@ -221,23 +615,28 @@ func canonical(raw json.RawMessage) []byte {
 	return b
 }
 
-func (s *Session) forgetCall(id string) {
-	s.exec.mu.Lock()
-	defer s.exec.mu.Unlock()
-	delete(s.exec.byID, id)
-}
-
 // CallResult waits up to wait for the result of an executor call posted
-// before.
+// before. A call whose result is no longer kept is ErrGone.
 func (s *Session) CallResult(ctx context.Context, callID string, wait time.Duration) (ExecResult, error) {
 	if s.exec == nil {
 		return ExecResult{}, fmt.Errorf("%w: not an executor session", ErrConflict)
 	}
-	s.exec.mu.Lock()
-	c, ok := s.exec.byID[callID]
-	s.exec.mu.Unlock()
-	if !ok {
-		return ExecResult{}, fmt.Errorf("call %q: %w", callID, ErrNotFound)
+	m := s.exec
+	m.mu.Lock()
+	c, ok := m.byID[callID]
+	_, gone := m.gone[idHash(callID)]
+	released, why := m.released, m.endWhy
+	m.mu.Unlock()
+	switch {
+	case ok:
+	case released:
+		return ExecResult{}, fmt.Errorf("%w: the session's results were let go when it ended (%s); its history has "+
+			"its calls: GET /session/%s", ErrGone, why, s.id)
+	case gone:
+		return ExecResult{}, fmt.Errorf("%w: the result of call %q is no longer kept: an executor session keeps the "+
+			"results of its last %d calls", ErrGone, clip(callID, 64), MaxRetainedCalls)
+	default:
+		return ExecResult{}, fmt.Errorf("call %q: %w", clip(callID, 64), ErrNotFound)
 	}
 	cd, err := codecFor(s.spec.Provider, s.spec.Model.Name)
 	if err != nil {
@@ -261,7 +660,7 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 	default:
 		select {
 		case <-s.exec.ended:
-			return ExecResult{}, fmt.Errorf("%w: %s", ErrConflict, s.exec.endWhy)
+			return ExecResult{}, fmt.Errorf("%w: %s", ErrConflict, s.exec.endReason())
 		default:
 		}
 		res := ExecResult{CallID: c.call.ID}
@@ -271,6 +670,23 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 		return res, nil
 	}
 	r := c.result
+	s.exec.mu.Lock()
+	shot := c.shot
+	s.exec.mu.Unlock()
+	if r.Shot != nil && r.Shot.Data == nil && shot != "" {
+		b, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(shot)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return ExecResult{}, fmt.Errorf("%w: the screenshot of call %q is no longer on disk", ErrGone, clip(c.call.ID, 64))
+		} else if err != nil {
+			return ExecResult{}, fmt.Errorf("read the screenshot of %s: %w", c.call.ID, err)
+		}
+		sh := *r.Shot
+		sh.Data = b
+		r.Shot = &sh
+	}
+	if r.Err != nil {
+		r.Err = errors.New(s.m.scrubDir(r.Err.Error()))
+	}
 	native, err := cd.encode(c.call, r)
 	if err != nil {
 		if c.call.DecodeErr != nil {

@@ -1,23 +1,31 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/store"
 )
 
-// Restore loads every stored session. A session whose run was cut short
+// Restore loads every stored session but the stopped ones (Get reads
+// those from the store when asked). A session whose run was cut short
 // (the process died or was shut down mid-turn) resumes: its model's
 // conversation is restored (harness.Stateful), its display is relaunched
 // at its last page, its pending approvals are re-attached, and the loop
-// answers the calls of the interrupted turn that had no result yet.
+// answers the calls of the interrupted turn that had no result yet. An
+// executor session resumes likewise, with the results of its latest calls,
+// so that a client's retry finds them. A takeover holds the resumed turn
+// until the operator hands the display back. Approvals that nothing waits
+// for any more (their session is not resumed, or their call has its
+// result) are closed with a reason.
 func (m *Manager) Restore(ctx context.Context) error {
 	recs, err := m.st.Sessions(ctx)
 	if err != nil {
@@ -33,10 +41,42 @@ func (m *Manager) Restore(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("restore session %s: %w", recs[i].ID, err))
 		}
 	}
+	m.closeUnawaited()
 	return errors.Join(errs...)
 }
 
+// closeUnawaited closes the pending approvals that no restored run waits
+// for, with a reason, so that nobody approves what cannot run.
+func (m *Manager) closeUnawaited() {
+	type key struct{ session, call string }
+	seen := map[key]bool{}
+	for _, p := range m.q.Pending() {
+		k := key{p.Session, p.CallID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		m.mu.Lock()
+		s := m.sessions[p.Session]
+		m.mu.Unlock()
+		if s == nil || !s.awaits(p.CallID) {
+			m.closeOrphans(p.Session, p.CallID)
+		}
+	}
+}
+
+// awaits reports whether the session's run still owes call id an answer.
+func (s *Session) awaits(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.calls[id]
+	return s.running && c != nil && c.state != callDone
+}
+
 func (m *Manager) restore(ctx context.Context, rec store.Session) error {
+	if rec.Status == store.StatusStopped {
+		return nil // read from the store when asked (Get)
+	}
 	var spec Spec
 	if err := json.Unmarshal(rec.Config, &spec); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -47,17 +87,15 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 			return fmt.Errorf("state: %w", err)
 		}
 	}
-	evs, err := m.st.Events(ctx, rec.ID, 0)
-	if err != nil {
+	if err := s.loadEvents(ctx); err != nil {
 		return err
 	}
-	s.events = evs
 	shots, err := m.st.Shots(ctx, rec.ID)
 	if err != nil {
 		return err
 	}
 	for _, sh := range shots {
-		s.shotFrames[sh.FrameID] = sh.Name
+		s.noteShotFrame(sh.FrameID, sh.Name)
 		s.lastShot = sh.Name
 	}
 	if s.rules, err = m.rules(spec); err != nil {
@@ -70,16 +108,37 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 	defer s.mu.Unlock()
 	live := rec.Status == store.StatusRunning || rec.Status == store.StatusWaiting
 	fail := func(why string) error {
-		s.rec.Status, s.rec.Error = store.StatusFailed, why
+		s.rec.Status, s.rec.Error = store.StatusFailed, m.scrub(why)
 		s.saved.Run, s.saved.Task = nil, ""
 		s.save()
-		s.emit(EventTurnStop, TurnStopEvent{StopReason: StopError, Error: why})
+		s.emit(EventTurnStop, TurnStopEvent{StopReason: StopError, Error: s.rec.Error})
 		return nil
+	}
+	// A resumed session's browser is relaunched at its last page, past
+	// MaxSessions if need be: it was let in before the restart.
+	resumed := func() {
+		s.restored = true
+		if s.rec.URL != "" && !strings.HasPrefix(s.rec.URL, "about:") {
+			s.relaunch = fmt.Sprintf("The server restarted: the browser was started anew at %s and the page was "+
+				"loaded afresh, so anything not saved by the site is lost.", s.rec.URL)
+		}
 	}
 	switch rec.Kind {
 	case KindExecutor:
-		if live {
-			return fail("the server restarted; create a new executor session")
+		s.exec = newExecModel()
+		s.exec.markReady() // its first screenshot was sent before the restart
+		s.model = s.exec
+		for _, sc := range s.saved.Exec {
+			s.exec.restoreAnswered(sc)
+		}
+		if !live {
+			s.exec.end(cmp.Or(s.rec.Error, "the executor session ended"))
+			return nil
+		}
+		resumed()
+		if err := s.resumeExecutor(ctx); err != nil {
+			s.exec.end("the server restarted and the session could not resume")
+			return fail(fmt.Sprintf("resume: %v", err))
 		}
 		return nil
 	case KindMCP:
@@ -112,7 +171,11 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 	if !live {
 		return nil
 	}
-	s.stopSent = len(evs) > 0 && evs[len(evs)-1].Type == EventTurnStop
+	resumed()
+	s.evMu.Lock()
+	n := len(s.events)
+	s.stopSent = n > 0 && s.events[n-1].Type == EventTurnStop
+	s.evMu.Unlock()
 	switch run := s.saved.Run; {
 	case run != nil:
 		resume, err := s.resumeOf(run)
@@ -122,12 +185,47 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 		s.running = false
 		s.startResumed(resume)
 	case s.saved.Task != "":
-		s.saved.Runs-- // start counts it again
+		// The run had not had a model turn yet (the process died in the
+		// model's first call): it starts again, in a trace directory of
+		// its own.
 		s.start(s.saved.Task, nil)
 	default:
 		s.rec.Status = store.StatusIdle
 		s.save()
 	}
+	return nil
+}
+
+// resumeExecutor resumes an executor session after a restart, once the
+// results of its latest calls are known again: the ids of older ones
+// answer ErrGone, the call the restart interrupted is answered, and the
+// loop waits for the next one. s.mu is held.
+func (s *Session) resumeExecutor(ctx context.Context) error {
+	calls, err := s.m.st.ToolCalls(ctx, s.id)
+	if err != nil {
+		return fmt.Errorf("read its calls: %w", err)
+	}
+	ids := make([]string, 0, len(calls))
+	for _, c := range calls {
+		ids = append(ids, c.ID)
+	}
+	var r *harness.Resume
+	if run := s.saved.Run; run != nil && len(run.Turn.Calls) > 0 {
+		if r, err = s.resumeOf(run); err != nil {
+			return err
+		}
+		for i, c := range r.Turn.Calls {
+			if _, ok := s.exec.byID[c.ID]; !ok {
+				s.exec.restoreRunning(c, run.Turn.Calls[i].Hash)
+			}
+		}
+	} else {
+		r = &harness.Resume{Step: s.rec.Step, Frames: s.saved.Frames}
+		s.calls, s.callOrder = map[string]*callState{}, nil
+	}
+	s.exec.restoreGone(ids)
+	s.running = false
+	s.startResumed(r)
 	return nil
 }
 

@@ -22,6 +22,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +45,16 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrStopped marks a session a person stopped.
 	ErrStopped = errors.New("session stopped")
+	// ErrTooManySessions refuses a session past Config.MaxSessions: the
+	// server answers 503 with Retry-After.
+	ErrTooManySessions = errors.New("too many sessions")
+	// ErrTooManyCalls refuses an executor call while the session already
+	// holds MaxQueuedCalls: the server answers 429 with Retry-After.
+	ErrTooManyCalls = errors.New("too many calls")
+	// ErrGone answers for an executor call whose result the session no
+	// longer keeps (older than its last MaxRetainedCalls, or the session
+	// was stopped): the server answers 410.
+	ErrGone = errors.New("gone")
 	// errShutdown is the cause of runs cancelled by Manager.Close; their
 	// sessions resume when the server starts again.
 	errShutdown = errors.New("server shutting down")
@@ -69,8 +82,53 @@ type Config struct {
 	// Rules are the server's approval rules for sessions whose spec brings
 	// none (approvals.rules); nil: approvals.Default(). A session's
 	// supervise and confirm apply on top of either.
-	Rules  *approvals.Rules
-	Logger *slog.Logger // nil: slog.Default()
+	Rules *approvals.Rules
+	// MaxSessions bounds the agent and executor sessions whose display is
+	// open (or opening) at once; a session past it is refused with
+	// ErrTooManySessions, and one that is stopped gives its place back.
+	// Sessions restored after a restart are let in even past it. MCP
+	// sessions are not counted here (package mcp has its own cap). Zero
+	// means DefaultMaxSessions(); negative means no bound.
+	MaxSessions int
+	Logger      *slog.Logger // nil: slog.Default()
+}
+
+// MemoryPerSession is what DefaultMaxSessions reckons one session's
+// browser needs: about 85-110 MB were measured for a browser (or sandbox)
+// per session on plain pages (docs/PERFORMANCE.md), and real pages need
+// more.
+const MemoryPerSession = 200 << 20
+
+// DefaultMaxSessions is the session bound of a machine: its memory, less
+// 1 GiB for the server and the system, over MemoryPerSession, between 2
+// and 512. Where the memory cannot be read (no /proc/meminfo), 16.
+func DefaultMaxSessions() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 16
+	}
+	return maxSessionsFor(b)
+}
+
+// maxSessionsFor reads MemTotal (in kB) from /proc/meminfo's text.
+func maxSessionsFor(meminfo []byte) int {
+	for line := range strings.Lines(string(meminfo)) {
+		rest, ok := strings.CutPrefix(line, "MemTotal:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			break
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb <= 0 {
+			break
+		}
+		n := (kb<<10 - 1<<30) / MemoryPerSession
+		return int(min(max(n, 2), 512))
+	}
+	return 16
 }
 
 // Manager owns the sessions of a server.
@@ -85,8 +143,12 @@ type Manager struct {
 	q *approvals.Queue // every approval of every session
 
 	mu       sync.Mutex
-	sessions map[string]*Session
+	sessions map[string]*Session // live sessions; stopped ones are read from the store (Get)
 	closed   bool
+	open     int      // sessions holding a place under maxOpen (displays open or opening)
+	maxOpen  int      // Config.MaxSessions, resolved; <= 0: no bound
+	dataDirs []string // absolute
+	relDirs  []string // as given, when relative
 }
 
 // New returns a Manager. Call Restore to load stored sessions, and Close
@@ -99,6 +161,20 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg: cfg, st: cfg.Store, log: cmp.Or(cfg.Logger, slog.Default()),
 		base: base, stop: stop, sessions: map[string]*Session{},
+		maxOpen: cfg.MaxSessions,
+	}
+	if m.maxOpen == 0 {
+		m.maxOpen = DefaultMaxSessions()
+	}
+	// The directories whose paths never reach a client (scrub): the
+	// sessions' and the data directory, as given and absolute.
+	for _, d := range []string{cfg.Dir, filepath.Dir(cfg.Dir)} {
+		if abs, err := filepath.Abs(d); err == nil && abs != "/" {
+			m.dataDirs = append(m.dataDirs, abs)
+		}
+		if d = filepath.Clean(d); d != "." && d != "/" && !filepath.IsAbs(d) {
+			m.relDirs = append(m.relDirs, d)
+		}
 	}
 	m.q = approvals.NewQueue(approvals.QueueConfig{OnRequest: m.onRequest, OnDecision: m.onDecision, OnEvent: m.onEvent})
 	m.wg.Go(func() { m.sweep(time.Minute) })
@@ -125,15 +201,115 @@ func (m *Manager) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Get returns a session.
+// Get returns a session. A stopped session is not held in memory: it is
+// read from the store, as a session that can be read (its history,
+// events and screenshots) but not driven.
 func (m *Manager) Get(id string) (*Session, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
-	if !ok {
-		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	m.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	ctx := context.WithoutCancel(m.base)
+	rec, err := m.st.Session(ctx, id)
+	switch {
+	case err == nil && rec.Status == store.StatusStopped:
+		s, err := m.stopped(ctx, rec)
+		if err == nil {
+			return s, nil
+		}
+		m.log.Error("read a stopped session", "session", id, "err", err)
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		m.log.Error("read a session", "session", id, "err", err)
+	}
+	return nil, fmt.Errorf("session %q: %w", clip(id, 64), ErrNotFound)
+}
+
+// stopped returns a stopped session as read from the store: it holds no
+// display, no run and no results, and is not kept.
+func (m *Manager) stopped(ctx context.Context, rec store.Session) (*Session, error) {
+	var spec Spec
+	if err := json.Unmarshal(rec.Config, &spec); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	s := m.newSession(rec, spec)
+	s.rec.State = nil
+	if err := s.loadEvents(ctx); err != nil {
+		return nil, err
+	}
+	if rec.Kind == KindExecutor {
+		s.exec = newExecModel()
+		s.exec.end(cmp.Or(rec.Error, "the executor session was stopped"))
+		s.exec.release()
 	}
 	return s, nil
+}
+
+// acquire takes a place for a session's display under MaxSessions;
+// force takes it even past the bound (a session restored after a
+// restart). release gives it back.
+func (m *Manager) acquire(force bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errShutdown
+	}
+	if !force && m.maxOpen > 0 && m.open >= m.maxOpen {
+		return fmt.Errorf("%w: %d of %d are open; stop one (DELETE /executor/sessions/:id, POST /session/:id/stop) "+
+			"or try again later", ErrTooManySessions, m.open, m.maxOpen)
+	}
+	m.open++
+	return nil
+}
+
+func (m *Manager) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.open--
+}
+
+// Open returns how many sessions hold a display (or are opening one), and
+// the bound (<= 0: none).
+func (m *Manager) Open() (open, max int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.open, m.maxOpen
+}
+
+// forget drops a stopped session from memory: Get reads it from the
+// store from then on.
+func (m *Manager) forget(s *Session) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions[s.id] == s {
+		delete(m.sessions, s.id)
+	}
+}
+
+// pathLike is an absolute path of two or more parts, where a word starts
+// (not inside a URL).
+var pathLike = regexp.MustCompile(`(^|[\s"'(=,\[])(/[^/\s"'():,\[\]]+){2,}`)
+
+// scrub removes the server's paths from what a client reads of an error:
+// the data directory's, and any other absolute path.
+func (m *Manager) scrub(msg string) string {
+	return pathLike.ReplaceAllString(m.scrubDir(msg), "${1}[path]")
+}
+
+// scrubDir removes only the data directory from msg: paths under it
+// become relative to the sessions' directory. A tool's error may name
+// paths the client chose (an upload's file), which it may read.
+func (m *Manager) scrubDir(msg string) string {
+	const sep = string(filepath.Separator)
+	for _, d := range m.dataDirs {
+		msg = strings.ReplaceAll(msg, d+sep, "")
+		msg = strings.ReplaceAll(msg, d, "[data]")
+	}
+	for _, d := range m.relDirs {
+		msg = strings.ReplaceAll(msg, d+sep, "")
+	}
+	return msg
 }
 
 // Create makes a session from spec and starts its first turn (an agent
@@ -159,29 +335,39 @@ func (m *Manager) Create(ctx context.Context, kind string, spec Spec, by string)
 	rec := store.Session{ID: id, Kind: kind, Title: title, Status: store.StatusIdle, Config: cfg,
 		URL: spec.StartURL, Created: now, Updated: now}
 	s := m.newSession(rec, spec)
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("session directory: %w", err)
-	}
 	if kind == KindAgent {
 		if m.cfg.NewModel == nil {
 			return nil, errors.New("session: no model builder configured")
 		}
 		model, err := m.cfg.NewModel(ctx, spec, spec.image())
 		if err != nil {
-			return nil, fmt.Errorf("%w: model: %v", ErrBadRequest, err)
+			return nil, fmt.Errorf("%w: model: %s", ErrBadRequest, m.scrub(err.Error()))
 		}
 		s.model = model
 	}
 	if s.rules, err = m.rules(spec); err != nil {
 		return nil, err
 	}
+	// A place under MaxSessions first: a refused session leaves nothing
+	// behind, not even its directory.
+	if err := m.acquire(false); err != nil {
+		return nil, err
+	}
+	s.slot = true
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		s.giveBack()
+		return nil, fmt.Errorf("session directory: %w", err)
+	}
 	// The display opens before the session exists, so that a browser
 	// that cannot start fails the request instead of the session.
 	if err := s.openDisplay(ctx); err != nil {
+		s.giveBack()
+		_ = os.Remove(s.dir)
 		return nil, err
 	}
 	if err := m.st.CreateSession(ctx, rec); err != nil {
 		_ = s.closeDisplay(context.WithoutCancel(ctx))
+		_ = os.Remove(s.dir)
 		return nil, err
 	}
 	m.audit(ctx, by, "create", id, "", map[string]any{"kind": kind, "title": title})
@@ -258,6 +444,7 @@ type callState struct {
 	name   string
 	client bool
 	state  int
+	rec    store.ToolCall // as stored, so that a status change needs no read
 }
 
 // Session is one session. Its methods are safe for concurrent use.
@@ -269,9 +456,10 @@ type Session struct {
 	dir  string
 	log  *slog.Logger
 
-	emitMu  sync.Mutex // orders appends to the event stream
-	evMu    sync.Mutex // guards events and changed
-	events  []store.Event
+	emitMu  sync.Mutex    // orders appends to the event stream
+	evMu    sync.Mutex    // guards events, lastSeq and changed
+	events  []store.Event // the latest events, at most 2*maxCachedEvents; older ones are read from the store
+	lastSeq int64         // the seq of the latest event
 	changed chan struct{}
 
 	model harness.Model
@@ -285,6 +473,7 @@ type Session struct {
 	saved      savedState
 	running    bool
 	cancel     context.CancelCauseFunc
+	runDone    chan struct{} // closed when the latest run's goroutine returns
 	disp       *guard
 	step       int // model turns in the current run
 	calls      map[string]*callState
@@ -293,9 +482,13 @@ type Session struct {
 	answers    map[string]clientAnswer
 	waiters    map[string]chan clientAnswer
 	denied     map[string]bool   // calls a human (or the timeout) refused
-	shotFrames map[string]string // frame id -> shot name, for permission requests
+	shotFrames map[string]string // frame id -> shot name of the latest maxShotFrames, for permission requests
+	shotOrder  []string          // the frame ids of shotFrames, oldest first
 	lastShot   string
 	redact     harness.Redactor // every secret of the current run, for what is stored besides its events
+	slot       bool             // the session holds a place under MaxSessions (Manager.acquire)
+	restored   bool             // restored after a restart: its first display is let in past MaxSessions
+	relaunch   string           // a note for the next screenshot after a restart relaunched the display
 }
 
 func (m *Manager) newSession(rec store.Session, spec Spec) *Session {
@@ -336,6 +529,20 @@ type savedState struct {
 	Runs  int             `json:"runs"`            // trace directories used
 	// Frames are the latest frames the model was sent, oldest first.
 	Frames []screen.Frame `json:"frames,omitempty"`
+	// Exec holds an executor session's latest answered calls, so that
+	// retries and GET /calls/:id find them after a restart.
+	Exec []savedExecCall `json:"exec,omitempty"`
+	// Takeover is set while an operator has the display.
+	Takeover *savedTakeover `json:"takeover,omitempty"`
+	// FrameSeq is the number of the latest frame (see guard.seq).
+	FrameSeq int `json:"frameSeq,omitempty"`
+}
+
+// savedTakeover is an operator's takeover, kept across a restart: the
+// loop waits for the hand-back, as it did before.
+type savedTakeover struct {
+	By    string `json:"by,omitempty"`
+	Acted bool   `json:"acted,omitempty"` // the operator acted: the model is told after the hand-back
 }
 
 type savedRun struct {
@@ -361,6 +568,7 @@ type savedCall struct {
 	SafetyChecks []harness.SafetyCheck `json:"safetyChecks,omitempty"`
 	Input        json.RawMessage       `json:"input,omitempty"`
 	Raw          json.RawMessage       `json:"raw,omitempty"`
+	Hash         string                `json:"hash,omitempty"` // an executor call's posted body (execCall.hash), for retries
 }
 
 type savedResult struct {
@@ -371,12 +579,22 @@ type savedResult struct {
 	Output string       `json:"output,omitempty"`
 	Shot   string       `json:"shot,omitempty"` // relative to the session's directory
 	Frame  screen.Frame `json:"frame,omitzero"`
+	// Cursor and Acknowledged are kept of an executor call's result (see
+	// savedExecCall).
+	Cursor       *actions.Point        `json:"cursor,omitempty"`
+	Acknowledged []harness.SafetyCheck `json:"acknowledged,omitempty"`
 }
 
 const maxFrames = 16
 
 // save writes the session record with its saved state. s.mu is held.
 func (s *Session) save() {
+	if s.exec != nil {
+		s.saved.Exec = s.exec.records()
+	}
+	if s.disp != nil {
+		s.saved.FrameSeq = s.disp.frameSeq()
+	}
 	st, err := json.Marshal(s.saved)
 	if err != nil {
 		s.log.Error("encode session state", "err", err)
@@ -387,6 +605,30 @@ func (s *Session) save() {
 	if err := s.m.st.UpdateSession(context.WithoutCancel(s.m.base), s.rec); err != nil {
 		s.log.Error("store session", "err", err)
 	}
+	if s.rec.Status == store.StatusStopped && !s.running {
+		s.release()
+	}
+}
+
+// release lets go of what a stopped session held in memory (its results,
+// events, screenshots' index, the state it saved) and drops it from the
+// Manager: Get reads it from the store from then on. Its display is
+// closed by whoever stopped it. s.mu is held.
+func (s *Session) release() {
+	s.rec.State = nil
+	s.saved = savedState{}
+	s.calls, s.callOrder = nil, nil
+	clear(s.answers)
+	clear(s.denied)
+	clear(s.shotFrames)
+	s.shotOrder = nil
+	if s.exec != nil {
+		s.exec.release()
+	}
+	s.evMu.Lock()
+	s.events = nil
+	s.evMu.Unlock()
+	s.m.forget(s)
 }
 
 // appendMessage stores a history message. s.mu is held.
@@ -420,27 +662,40 @@ func (s *Session) putCall(c store.ToolCall) {
 	if err := s.m.st.PutToolCall(context.WithoutCancel(s.m.base), c); err != nil {
 		s.log.Error("store tool call", "err", err)
 	}
+	if cs := s.calls[c.ID]; cs != nil {
+		cs.rec = c
+	}
 }
 
-// setCallStatus updates a stored call's status, keeping the rest.
+// setCallStatus updates a stored call's status, keeping the rest. s.mu is
+// held.
 func (s *Session) setCallStatus(id, status string, result any) {
-	calls, err := s.m.st.ToolCalls(context.WithoutCancel(s.m.base), s.id)
-	if err != nil {
-		s.log.Error("read tool calls", "err", err)
-		return
-	}
-	for _, c := range calls {
-		if c.ID == id {
-			c.Status = status
-			if result != nil {
-				if b, err := json.Marshal(result); err == nil {
-					c.Result = b
-				}
-			}
-			s.putCall(c)
+	var rec store.ToolCall
+	if cs := s.calls[id]; cs != nil && cs.rec.ID == id {
+		rec = cs.rec
+	} else {
+		// Not a call of the current turn (an MCP session's, say): read it.
+		calls, err := s.m.st.ToolCalls(context.WithoutCancel(s.m.base), s.id)
+		if err != nil {
+			s.log.Error("read tool calls", "err", err)
 			return
 		}
+		i := slices.IndexFunc(calls, func(c store.ToolCall) bool { return c.ID == id })
+		if i < 0 {
+			return
+		}
+		rec = calls[i]
 	}
+	rec.Status = status
+	if result != nil {
+		if b, err := json.Marshal(result); err == nil {
+			rec.Result = b
+		}
+	}
+	if cs := s.calls[id]; cs != nil {
+		cs.rec = rec
+	}
+	s.putCall(rec)
 }
 
 // start begins a run in a goroutine the Manager owns. s.mu is held and no
@@ -455,12 +710,23 @@ func (s *Session) start(task string, resume *harness.Resume) {
 	} else {
 		s.saved.Task = task
 	}
-	s.saved.Runs++
-	dir := fmt.Sprintf("t%d", s.saved.Runs)
+	// Every run writes a trace directory of its own. One that exists
+	// already (a run the process died in, after its directory was made
+	// and before its count was saved) is skipped, not written into.
+	dir := ""
+	for {
+		s.saved.Runs++
+		dir = fmt.Sprintf("t%d", s.saved.Runs)
+		if _, err := os.Lstat(filepath.Join(s.dir, dir)); err != nil {
+			break // not there (or unreadable: trace.Create says why)
+		}
+	}
 	s.save()
 	ctx, cancel := context.WithCancelCause(s.m.base)
-	s.cancel = cancel
+	done := make(chan struct{})
+	s.cancel, s.runDone = cancel, done
 	s.m.wg.Go(func() {
+		defer close(done)
 		defer cancel(nil)
 		s.run(ctx, dir, task, resume)
 	})
@@ -480,7 +746,14 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	s.mu.Lock()
 	disp := s.disp
 	s.mu.Unlock()
-	approver, err := s.m.Approver(s.id, s.rules, s.spec.Policy.Hosts, disp.inner)
+	if disp == nil { // stopped while it opened
+		_ = tw.Close()
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: "the display was closed"})
+		return
+	}
+	// The rules and the secret decisions inspect whichever display is
+	// current: a relaunched one after a crash.
+	approver, err := s.m.Approver(s.id, s.rules, s.spec.Policy.Hosts, disp.dom())
 	if err != nil {
 		_ = tw.Close()
 		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()})
@@ -495,7 +768,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		Capture:   screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
 		MaxSteps:  s.spec.MaxSteps,
 		Approver:  approver,
-		Inspector: inspector(disp.inner),
+		Inspector: inspector(disp.dom()),
 		OnEvent:   func(e trace.Event) { s.onEvent(dir, e) },
 		Resume:    resume,
 		Trace:     tw,
@@ -518,16 +791,20 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		out = harness.Outcome{Stop: harness.StopError, Err: err.Error()}
 	}
 	s.finish(ctx, out)
-	if errors.Is(context.Cause(ctx), ErrStopped) {
+	// A stopped session's browser closes; so does an executor session's
+	// that ended (nothing can run on it any more). A shutdown leaves the
+	// displays to Manager.Close.
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrStopped) || (s.kind == KindExecutor && !errors.Is(cause, errShutdown)) {
 		if err := s.closeDisplay(context.WithoutCancel(ctx)); err != nil {
 			s.log.Warn("close display", "err", err)
 		}
 	}
 }
 
-// inspector returns d as the executor's Inspector when it has a DOM (the
-// guard in front of it has none of its own), or nil.
-func inspector(d Display) harness.Inspector {
+// inspector returns d as the executor's Inspector when it has a DOM, or
+// nil.
+func inspector(d any) harness.Inspector {
 	if in, ok := d.(harness.Inspector); ok {
 		return in
 	}
@@ -555,7 +832,11 @@ func (s *Session) finish(ctx context.Context, out harness.Outcome) {
 	s.calls, s.callOrder = nil, nil
 	s.saved.Run, s.saved.Task = nil, ""
 	clear(s.answers)
-	stop := TurnStopEvent{Error: out.Err}
+	// What a client reads of the error never names the server's files.
+	if out.Err != "" {
+		s.log.Warn("run ended", "stop", out.Stop, "err", out.Err)
+	}
+	stop := TurnStopEvent{Error: s.m.scrub(out.Err)}
 	switch out.Stop {
 	case harness.StopEndTurn, harness.StopRefusal, harness.StopPause:
 		stop.StopReason = StopEndTurn
@@ -580,10 +861,12 @@ func (s *Session) finish(ctx context.Context, out harness.Outcome) {
 	s.emit(EventTurnStop, stop)
 }
 
-// Stop cancels the session's run and closes its display.
+// Stop cancels the session's run and closes its display. It returns once
+// the display is closed (or ctx is done), so that the session's place
+// under MaxSessions is free.
 func (s *Session) Stop(ctx context.Context, by string) error {
 	s.mu.Lock()
-	running, cancel := s.running, s.cancel
+	running, cancel, done := s.running, s.cancel, s.runDone
 	if !running {
 		s.rec.Status = store.StatusStopped
 		s.save()
@@ -592,6 +875,10 @@ func (s *Session) Stop(ctx context.Context, by string) error {
 	s.m.audit(ctx, by, "stop", s.id, "", nil)
 	if running {
 		cancel(ErrStopped)
+		select {
+		case <-done: // the run closed the display
+		case <-ctx.Done():
+		}
 		return nil
 	}
 	return s.closeDisplay(ctx)
@@ -634,6 +921,9 @@ func (s *Session) onTurn(dir string, turn harness.Turn, r harness.Redactor) {
 	for _, c := range turn.Calls {
 		sc := savedCall{ID: c.ID, Name: c.Name, Actions: c.Actions, Space: c.Space, FrameID: c.FrameID,
 			SafetyChecks: c.SafetyChecks, Input: c.Input, Raw: validJSON(c.Raw)}
+		if s.exec != nil {
+			sc.Hash = s.exec.hashOf(c.ID)
+		}
 		ev := ToolCallEvent{ToolCallID: c.ID, Name: c.Name, Input: c.Input, Actions: c.Actions}
 		if c.DecodeErr != nil {
 			sc.DecodeErr = c.DecodeErr.Error()
@@ -702,7 +992,7 @@ func (s *Session) noteFrame(dir string, e trace.Event) {
 	name := ""
 	if e.Shot != "" {
 		name = dir + "/" + e.Shot
-		s.shotFrames[e.Frame.ID] = name
+		s.noteShotFrame(e.Frame.ID, name)
 		if !e.Frame.Zoomed() {
 			s.lastShot = name
 		}
@@ -726,6 +1016,23 @@ func (s *Session) noteFrame(dir string, e trace.Event) {
 	s.saved.Frames = fr
 }
 
+// maxShotFrames bounds the screenshots a session remembers by frame, for
+// the approval requests of calls that refer to them: calls refer to the
+// latest frames (older ones are flagged as stale).
+const maxShotFrames = 4 * maxFrames
+
+// noteShotFrame remembers the screenshot of a frame. s.mu is held.
+func (s *Session) noteShotFrame(frameID, name string) {
+	if _, ok := s.shotFrames[frameID]; !ok {
+		s.shotOrder = append(s.shotOrder, frameID)
+	}
+	s.shotFrames[frameID] = name
+	for len(s.shotOrder) > maxShotFrames {
+		delete(s.shotFrames, s.shotOrder[0])
+		s.shotOrder = slices.Delete(s.shotOrder, 0, 1)
+	}
+}
+
 // ShotURL is where a session's screenshot file is served.
 func ShotURL(session, name string) string { return "/session/" + session + "/shots/" + name }
 
@@ -744,7 +1051,7 @@ func (s *Session) onResult(dir string, e trace.Event) {
 		if e.Error != "" {
 			text = e.Error
 		}
-		res.Content = []Content{{Type: "text", Text: text}}
+		res.Content = []Content{{Type: "text", Text: s.m.scrubDir(text)}}
 	default:
 		text := "ok"
 		if e.Error != "" {
@@ -753,7 +1060,7 @@ func (s *Session) onResult(dir string, e trace.Event) {
 		if len(e.Notes) > 0 {
 			text += "\n" + strings.Join(e.Notes, "\n")
 		}
-		res.Content = []Content{{Type: "text", Text: text}}
+		res.Content = []Content{{Type: "text", Text: s.m.scrubDir(text)}}
 		if e.Shot != "" {
 			sr.Shot = dir + "/" + e.Shot
 			res.Content = append(res.Content, Content{Type: "image", MimeType: mimeType(e.Shot), URL: ShotURL(s.id, sr.Shot)})
@@ -764,6 +1071,10 @@ func (s *Session) onResult(dir string, e trace.Event) {
 		status = store.CallDenied
 	case e.Error != "":
 		status = store.CallFailed
+	}
+	delete(s.denied, e.CallID)
+	if s.exec != nil && sr.Shot != "" {
+		s.exec.noteShot(e.CallID, sr.Shot)
 	}
 	if s.saved.Run != nil {
 		s.saved.Run.Done = append(s.saved.Run.Done, sr)
