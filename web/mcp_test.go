@@ -69,6 +69,7 @@ func TestMCPApprovalsThroughThePanel(t *testing.T) {
 	e.stop()
 	e.cfg.MCP.Rules = approvals.Rules{Rules: []approvals.Rule{{Name: "confirm-clicks",
 		Kinds: []actions.Kind{actions.Click}, Reason: "every click needs a human"}}}
+	e.cfg.Version = "v9.9.9-test"
 	e.start()
 
 	// No credentials, no MCP.
@@ -88,6 +89,10 @@ func TestMCPApprovalsThroughThePanel(t *testing.T) {
 		t.Fatalf("Connect: %v", err)
 	}
 	defer cs.Close()
+	// /mcp reports the build's version, as spotter mcp does.
+	if v := cs.InitializeResult().ServerInfo.Version; v != "v9.9.9-test" {
+		t.Errorf("/mcp server version = %q, want the build's", v)
+	}
 
 	first := callMCP(t, cs, map[string]any{"kind": "screenshot"})
 	if first.errText != "" || first.images != 1 || first.note.FrameID == "" {

@@ -87,6 +87,9 @@ type Config struct {
 	// counts as a denial, unless a session's rules say otherwise; default
 	// approvals.DefaultTimeout.
 	ApprovalTimeout time.Duration
+	// Version is the build's version, which /mcp reports to clients;
+	// empty: "dev".
+	Version string
 	// Rules are the approval rules of sessions whose spec brings none
 	// (spotter serve --rules); nil: approvals.Default(). MCP.Rules are the
 	// MCP sessions'.
@@ -521,6 +524,7 @@ func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.
 				Close: func(ctx context.Context) error { return s.mgr.Detach(ctx, r.ID) }}, nil
 		},
 		MaxSessions: mc.MaxSessions,
+		Version:     s.cfg.Version,
 		Logger:      s.log,
 	})
 }

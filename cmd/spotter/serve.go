@@ -119,7 +119,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
-		MCP: web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}, Cluster: cluster})
+		Version: versionString(),
+		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}, Cluster: cluster})
 	cancel()
 	if err != nil {
 		ln.Close()
