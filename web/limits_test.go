@@ -189,3 +189,19 @@ func TestJunkCallsStayOutOfTheDatabase(t *testing.T) {
 		}
 	}
 }
+
+// web.Config.MaxSessions (spotter serve --max-sessions) is the bound the
+// server keeps.
+func TestConfiguredMaxSessions(t *testing.T) {
+	e := newEnv(t, envOpts{fake: true})
+	e.stop()
+	e.cfg.MaxSessions = 2
+	e.start()
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusServiceUnavailable} {
+		resp := e.request("POST", "/executor/sessions", map[string]any{"provider": "anthropic"})
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("session %d = %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+}

@@ -107,6 +107,11 @@ type Config struct {
 	// bring its own key (the X-Spotter-Provider-Key header of PUT
 	// /session); plain http is refused there unless the host is loopback.
 	AllowBaseURLs []string
+	// MaxSessions bounds the agent and executor sessions with a browser
+	// open at once (session.Config.MaxSessions): one past it is refused
+	// with 503 and Retry-After. Zero means session.DefaultMaxSessions(),
+	// from the machine's memory; negative means no bound.
+	MaxSessions int
 	// HTTP bounds the connections Serve accepts.
 	HTTP HTTPConfig
 	// Cluster, with Cluster.Advertise set, makes this server one replica
@@ -275,6 +280,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		NewDisplay:      newDisplay,
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Rules:           cfg.Rules,
+		MaxSessions:     cfg.MaxSessions,
 		Logger:          s.log,
 	})
 	if err != nil {

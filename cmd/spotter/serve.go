@@ -43,6 +43,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
 		"at /mcp and to every session whose spec brings no rules of its own (approvals.rules)")
 	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
+	maxSessions := fs.Int("max-sessions", 0, "how many agent and executor sessions may have a browser open at once; "+
+		"more are refused with 503 and Retry-After (0: from the machine's memory, about 200 MB a session; -1: no bound)")
 	drain := fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM or SIGINT: how long running turns get to finish before "+
 		"their sessions are handed over (to the other replicas, or to the next start); keep it under the pod's "+
 		"terminationGracePeriodSeconds")
@@ -120,7 +122,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		Version: versionString(),
-		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}, Cluster: cluster})
+		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}, Cluster: cluster, MaxSessions: *maxSessions})
 	cancel()
 	if err != nil {
 		ln.Close()
