@@ -46,7 +46,9 @@ func buildSpotter(t *testing.T) string {
 
 func startServe(t *testing.T, bin, data string, env []string) *child {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--token", testToken)
+	// --isolate local: a kill -9 must not leave containerd sandboxes
+	// behind on the machine (auto would pick containerd where it runs).
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--token", testToken, "--isolate", "local")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
