@@ -344,18 +344,17 @@ func (l *loop) answer(ctx context.Context, turn Turn, done []Result) ([]Result, 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	isClient := l.isClient
 	for i, c := range turn.Calls {
 		if r, ok := answered[c.ID]; ok {
 			results[i] = r
 			continue
 		}
-		if isClient(c) {
+		if l.isClient(c) {
 			wg.Go(func() { results[i] = l.clientCall(cctx, turn, c) })
 		}
 	}
 	for i, c := range turn.Calls {
-		if _, ok := answered[c.ID]; ok || isClient(c) {
+		if _, ok := answered[c.ID]; ok || l.isClient(c) {
 			continue
 		}
 		r, stop := l.call(ctx, turn, c)

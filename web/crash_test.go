@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,47 +46,7 @@ func startServe(t *testing.T, bin, data string, env []string) *child {
 	t.Helper()
 	// --isolate local: a kill -9 must not leave containerd sandboxes
 	// behind on the machine (auto would pick containerd where it runs).
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--token", testToken, "--isolate", "local")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start spotter serve: %v", err)
-	}
-	c := &child{cmd: cmd, done: make(chan struct{})}
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "spotter: listening on "); ok {
-				lines <- u
-			}
-		}
-		close(lines)
-		c.err = cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
-	select {
-	case u, ok := <-lines:
-		if !ok {
-			t.Fatal("spotter serve exited before listening")
-		}
-		c.base = u
-	case <-time.After(60 * time.Second):
-		t.Fatal("spotter serve did not start listening within 60s")
-	}
-	return c
+	return serveChild(t, bin, data, env, "--isolate", "local")
 }
 
 // kill ends the server with SIGKILL, as a crash would.
