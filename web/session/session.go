@@ -790,16 +790,17 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	if err != nil && out.Err == "" {
 		out = harness.Outcome{Stop: harness.StopError, Err: err.Error()}
 	}
-	s.finish(ctx, out)
 	// A stopped session's browser closes; so does an executor session's
-	// that ended (nothing can run on it any more). A shutdown leaves the
-	// displays to Manager.Close.
+	// that ended (nothing can run on it any more), before its turn_stop,
+	// so that a client that saw the end finds its place under MaxSessions
+	// free. A shutdown leaves the displays to Manager.Close.
 	cause := context.Cause(ctx)
 	if errors.Is(cause, ErrStopped) || (s.kind == KindExecutor && !errors.Is(cause, errShutdown)) {
 		if err := s.closeDisplay(context.WithoutCancel(ctx)); err != nil {
 			s.log.Warn("close display", "err", err)
 		}
 	}
+	s.finish(ctx, out)
 }
 
 // inspector returns d as the executor's Inspector when it has a DOM, or
