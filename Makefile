@@ -28,7 +28,7 @@ bench: deps build ## spotter bench (step, capture, concurrency, sandbox, server,
 	./$(BIN) bench --json runs/bench/figures.jsonl
 	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench 'Step$$' -benchtime 1x -step.rounds 30 ./screen/cdp/
 	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchtime 40x ./screen/vnc/
-	SPOTTER_INTEGRATION=1 SPOTTER_PERF=1 $(GO) test -count=1 ./screen/cdp/perf/
+	SPOTTER_INTEGRATION=1 SPOTTER_PERF=1 $(GO) test -count=1 ./internal/perf/
 
 fuzz: ## run each fuzz target for 20000 inputs (counts: Go 1.26's time-based -fuzztime misbehaves here)
 	@for p in $$($(GO) list ./...); do \

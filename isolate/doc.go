@@ -11,7 +11,7 @@
 //     namespaces; a read-only root made of the host's /usr and a few files
 //     of /etc bind-mounted read-only; a private tmpfs home; memory, CPU and
 //     pids limits; no capabilities and no new privileges; a non-root user;
-//     and no network but loopback. Inside, isolate/agent starts Chromium
+//     and no network but loopback. Inside, internal/agent starts Chromium
 //     and carries its DevTools pipe out over a unix socket, and bridges the
 //     browser's proxy traffic to Spotter's egress proxy over another.
 //   - isolate/local: a browser process on the host, for development. It

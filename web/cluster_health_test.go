@@ -18,7 +18,7 @@ import (
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // gateModel ends its turn once released; asked says it was asked.

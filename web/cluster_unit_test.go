@@ -14,7 +14,7 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // inProcessReplica is a web.Server with ClusterConfig on an httptest

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 const shopPage = `<!doctype html><html><head><title>Shop</title><style>

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // serveChild starts `spotter serve` on loopback with args added, as

@@ -9,7 +9,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/screen"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // demoModel is the built-in demo's model (session.ProviderDemo): the real

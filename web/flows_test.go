@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 var confirmClicks = map[string]any{"approvals": map[string]any{"confirm": []string{"click"}}}

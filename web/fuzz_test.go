@@ -16,7 +16,7 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // The fuzz targets drive every HTTP input decoder of the server through

@@ -28,7 +28,7 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // serveHTTP returns a server under test that Serve serves, with bounds h,

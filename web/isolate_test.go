@@ -17,7 +17,7 @@ import (
 
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/isolate"
-	"github.com/spotter-harness/spotter/isolate/agent"
+	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/web"

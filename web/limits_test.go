@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // refusal checks a refused answer: its status, a JSON reason that says
@@ -34,7 +34,7 @@ func refusal(t *testing.T, what string, resp *http.Response, status int, reason 
 // the machine's memory): the sessions past it are refused with 503, a JSON
 // reason and Retry-After, leave nothing stored, and a deleted session
 // makes room for one more. The displays are in memory: the bound is on
-// displays open, whatever they are (web/session's TestMaxSessionsChromium
+// displays open, whatever they are (internal/session's TestMaxSessionsChromium
 // floods real browsers).
 func TestSessionFlood(t *testing.T) {
 	e := newEnv(t, envOpts{fake: true})

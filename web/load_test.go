@@ -23,7 +23,7 @@ import (
 
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // Load shape (issue 10, "Load"): 50 API clients on 10 executor sessions,

@@ -16,7 +16,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/screen"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // defaultModel builds a session's model with the provider adapters the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
 	"github.com/spotter-harness/spotter/store/pgtest"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // A server restarted with a call waiting for permission and another for

@@ -21,7 +21,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/store"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // Route is one route of the server, for docs and tests.

@@ -41,7 +41,7 @@ import (
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/store"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // safetyHTML is one big button: wherever the model clicks, it clicks it,

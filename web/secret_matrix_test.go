@@ -54,7 +54,7 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // smLoginPage is the page every cell types into. The password field is at

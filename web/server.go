@@ -7,7 +7,7 @@
 // Every route but the login page, the panel's static assets and /healthz
 // needs credentials: a bearer token, or the cookie POST /login sets, with a
 // CSRF token on state-changing requests. Cross-site requests are refused.
-// web never performs actions itself: sessions (package web/session) run the
+// web never performs actions itself: sessions (package internal/session) run the
 // harness loop, and decisions on approvals come only from authenticated
 // requests.
 package web
@@ -47,7 +47,7 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web/panel"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // Config configures a Server. Zero values are documented defaults.

@@ -23,7 +23,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // noisyPage draws a canvas of random pixels, anew on every click: its

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // An operator takes over while a call waits for approval: the approved

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spotter-harness/spotter/bench"
+	"github.com/spotter-harness/spotter/internal/bench"
 	"github.com/spotter-harness/spotter/isolate"
 )
 

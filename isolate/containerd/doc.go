@@ -3,7 +3,7 @@
 //
 // A [Runtime] connects to the daemon ([New]) and starts a [Sandbox] per
 // session ([Runtime.Start]). Each sandbox is one container whose process is
-// isolate/agent, run from the host's Spotter binary (the hidden "spotter
+// internal/agent, run from the host's Spotter binary (the hidden "spotter
 // agent" subcommand), bind-mounted read-only.
 //
 // The container has its own PID, mount, IPC, UTS and network namespaces (its

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/isolate"
-	"github.com/spotter-harness/spotter/isolate/agent"
+	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/containerd/typeurl/v2"
 
 	"github.com/spotter-harness/spotter/isolate"
-	"github.com/spotter-harness/spotter/isolate/agent"
+	"github.com/spotter-harness/spotter/internal/agent"
 )
 
 // Defaults of Config.
@@ -60,7 +60,7 @@ type Config struct {
 	StateDir string
 	// Agent is the host path of the program run as the sandbox's agent;
 	// empty means this program (os.Executable), which must then run
-	// isolate/agent's Main for AgentArgs.
+	// internal/agent's Main for AgentArgs.
 	Agent string
 	// AgentArgs come before the agent's flags; nil means {"agent"} (the
 	// hidden "spotter agent" subcommand).

@@ -23,7 +23,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/spotter-harness/spotter/isolate"
-	"github.com/spotter-harness/spotter/isolate/agent"
+	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"

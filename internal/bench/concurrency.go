@@ -14,7 +14,7 @@ import (
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
-	"github.com/spotter-harness/spotter/screen/cdp/perf"
+	"github.com/spotter-harness/spotter/internal/perf"
 )
 
 // A setup opens sessions for the concurrency ramp.

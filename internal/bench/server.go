@@ -25,7 +25,7 @@ import (
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/web/session"
+	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // ServerOptions configures the server section. Zero values are documented

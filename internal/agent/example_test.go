@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spotter-harness/spotter/isolate/agent"
+	"github.com/spotter-harness/spotter/internal/agent"
 )
 
 // The host's side asks the agent, over its unix socket, whether it serves.

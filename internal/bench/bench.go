@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
-	"github.com/spotter-harness/spotter/screen/cdp/perf"
+	"github.com/spotter-harness/spotter/internal/perf"
 )
 
 // Sections lists the sections in the order they run.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/spotter-harness/spotter/screen/cdp/perf"
+	"github.com/spotter-harness/spotter/internal/perf"
 )
 
 func TestSummarize(t *testing.T) {

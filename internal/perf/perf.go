@@ -7,8 +7,8 @@
 // drive real Chromium and chromium-headless-shell and need
 // SPOTTER_INTEGRATION=1:
 //
-//	SPOTTER_INTEGRATION=1 go test ./screen/cdp/perf/ -v
-//	SPOTTER_INTEGRATION=1 go test ./screen/cdp/perf/ -run '^$' -bench CapturePaths/step -benchtime 1x -timeout 120m -v -capture.out /tmp/step.md
+//	SPOTTER_INTEGRATION=1 go test ./internal/perf/ -v
+//	SPOTTER_INTEGRATION=1 go test ./internal/perf/ -run '^$' -bench CapturePaths/step -benchtime 1x -timeout 120m -v -capture.out /tmp/step.md
 //
 // docs/PERFORMANCE.md ("Capture paths") has the method, the results and the
 // recommended capture path.

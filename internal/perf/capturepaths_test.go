@@ -26,7 +26,7 @@ import (
 	"golang.org/x/image/draw"
 
 	"github.com/spotter-harness/spotter/screen"
-	"github.com/spotter-harness/spotter/screen/cdp/perf"
+	"github.com/spotter-harness/spotter/internal/perf"
 )
 
 var (
@@ -716,7 +716,7 @@ type config struct {
 // them to -capture.out; see docs/PERFORMANCE.md. Each sub-benchmark takes
 // about 20 minutes at 50 rounds:
 //
-//	SPOTTER_INTEGRATION=1 go test ./screen/cdp/perf/ -run '^$' -bench CapturePaths/capture -benchtime 1x -timeout 120m -v -capture.out /tmp/capture.md
+//	SPOTTER_INTEGRATION=1 go test ./internal/perf/ -run '^$' -bench CapturePaths/capture -benchtime 1x -timeout 120m -v -capture.out /tmp/capture.md
 func BenchmarkCapturePaths(b *testing.B) {
 	requireIntegration(b)
 	pool := newTabPool(b)

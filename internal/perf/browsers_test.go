@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spotter-harness/spotter/screen"
-	"github.com/spotter-harness/spotter/screen/cdp/perf"
+	"github.com/spotter-harness/spotter/internal/perf"
 )
 
 // The browsers under test.
