@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,13 +56,27 @@ type Config struct {
 	Viewport screen.Size
 	// DPR is the device pixel ratio displays emulate; 0 means 1.
 	DPR float64
-	// Exec is the Chromium binary; empty means /usr/bin/chromium.
+	// Exec is the Chromium binary; empty means /usr/bin/chromium. It
+	// must be empty when WSEndpoint is set.
 	Exec string
+	// WSEndpoint, when set, is the WebSocket URL of a remote Playwright
+	// browser server (a Playwright grid, or chromium.launchServer's
+	// wsEndpoint, such as "ws://grid:3000/abc"). Launch then connects to
+	// that server's Chromium instead of launching one, and Close
+	// disconnects from it, leaving the server running. The local driver
+	// still runs; the browser, and so what the page can reach over the
+	// network, is the server's.
+	WSEndpoint string
+	// WSHeaders are extra HTTP headers of the WebSocket handshake with
+	// WSEndpoint, such as a grid's authorization.
+	WSHeaders map[string]string
 	// DriverDir is the driver directory that install-driver.sh fills
 	// (package/cli.js and node). Empty means the user cache directory's
 	// spotter/playwright-1.52.0, such as ~/.cache/spotter/playwright-1.52.0.
 	DriverDir string
 	// Flags are extra Chromium command-line flags, such as "--lang=de".
+	// They must be empty when WSEndpoint is set: the server launched its
+	// browser.
 	Flags []string
 	// SettleTimeout bounds the wait for a page to go quiet before a
 	// capture; 0 means DefaultSettleTimeout.
@@ -81,7 +97,16 @@ func (c Config) withDefaults() (Config, error) {
 		c.Viewport = DefaultViewport
 	}
 	c.DPR = cmp.Or(c.DPR, 1)
-	c.Exec = cmp.Or(c.Exec, DefaultExec)
+	if c.WSEndpoint != "" {
+		if err := c.checkRemote(); err != nil {
+			return c, err
+		}
+	} else {
+		c.Exec = cmp.Or(c.Exec, DefaultExec)
+		if len(c.WSHeaders) > 0 {
+			return c, errors.New("WebSocket headers without a WebSocket endpoint")
+		}
+	}
 	if c.DriverDir == "" {
 		dir, err := os.UserCacheDir()
 		if err != nil {
@@ -94,6 +119,24 @@ func (c Config) withDefaults() (Config, error) {
 	c.CommandTimeout = cmp.Or(c.CommandTimeout, DefaultCommandTimeout)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c, c.display().validate()
+}
+
+// checkRemote checks a config that connects to c.WSEndpoint.
+func (c Config) checkRemote() error {
+	u, err := url.Parse(c.WSEndpoint)
+	switch {
+	case err != nil:
+		return fmt.Errorf("playwright server endpoint: %v", err)
+	case u.Scheme != "ws" && u.Scheme != "wss":
+		return fmt.Errorf("playwright server endpoint %q: want a ws:// or wss:// URL", u.Redacted())
+	case u.Host == "":
+		return fmt.Errorf("playwright server endpoint %q: no host", u.Redacted())
+	case c.Exec != "":
+		return fmt.Errorf("chromium %q: a connected browser is the server's; set no executable with a WebSocket endpoint", c.Exec)
+	case len(c.Flags) > 0:
+		return fmt.Errorf("chromium flags %q: a connected browser was launched by its server; set no flags with a WebSocket endpoint", c.Flags)
+	}
+	return nil
 }
 
 // display returns the display defaults of c.
@@ -145,7 +188,8 @@ var chromiumFlags = []string{
 	"--disable-sync",
 }
 
-// Browser is a Playwright driver and the headless Chromium it launched.
+// Browser is a Playwright driver and the headless Chromium it launched or
+// connected to.
 // Its displays are pages, each in a browser context of its own. A Browser is
 // safe for concurrent use; the caller must call Close.
 type Browser struct {
@@ -153,16 +197,19 @@ type Browser struct {
 	log     *slog.Logger
 	pw      *pw.Playwright
 	browser pw.Browser
-	lost    atomic.Bool // the browser exited
+	remote  bool        // connected to cfg.WSEndpoint
+	lost    atomic.Bool // the browser exited or the connection broke
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Launch starts a Playwright driver from cfg.DriverDir and launches
-// Chromium with a fresh temporary profile. ctx bounds the launch; starting
-// the driver (about a second) cannot be interrupted. The caller must call
-// Close, which stops the browser and the driver.
+// Chromium with a fresh temporary profile, or, if cfg.WSEndpoint is set,
+// connects to the Chromium of that Playwright server. ctx bounds the launch
+// or connection; starting the driver (about a second) cannot be
+// interrupted. The caller must call Close, which stops the browser (or
+// disconnects from it) and the driver.
 func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -171,9 +218,11 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err := checkDriver(cfg.DriverDir); err != nil {
 		return nil, err
 	}
-	exe, err := exec.LookPath(cfg.Exec)
-	if err != nil {
-		return nil, fmt.Errorf("chromium %q: %w", cfg.Exec, err)
+	exe := ""
+	if cfg.WSEndpoint == "" {
+		if exe, err = exec.LookPath(cfg.Exec); err != nil {
+			return nil, fmt.Errorf("chromium %q: %w", cfg.Exec, err)
+		}
 	}
 	log := cfg.Logger.With("component", "playwright")
 	// playwright-go keeps the Logger in a variable of its package (without
@@ -189,10 +238,16 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start playwright driver in %s: %v", cfg.DriverDir, err)
 	}
-	b := &Browser{cfg: cfg, log: log, pw: p}
+	b := &Browser{cfg: cfg, log: log, pw: p, remote: cfg.WSEndpoint != ""}
 	timeout := 30 * time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
+	}
+	if b.remote {
+		if err := b.connect(ctx, timeout); err != nil {
+			return nil, errors.Join(err, b.Close(ctx))
+		}
+		return b, nil
 	}
 	if timeout <= 0 || ctx.Err() != nil {
 		return nil, errors.Join(fmt.Errorf("launch %s: %w", exe, context.Cause(ctx)), b.Close(ctx))
@@ -211,6 +266,39 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	return b, nil
 }
 
+// connect connects b to the Playwright server at b.cfg.WSEndpoint within
+// timeout.
+func (b *Browser) connect(ctx context.Context, timeout time.Duration) error {
+	u, _ := url.Parse(b.cfg.WSEndpoint) // checked by withDefaults
+	where := u.Redacted()
+	if timeout <= 0 || ctx.Err() != nil {
+		return fmt.Errorf("connect to playwright server %s: %w", where, context.Cause(ctx))
+	}
+	var headers map[string]string
+	if len(b.cfg.WSHeaders) > 0 {
+		headers = maps.Clone(b.cfg.WSHeaders) // playwright-go clears the map it is given
+	}
+	browser, err := b.pw.Chromium.Connect(b.cfg.WSEndpoint, pw.BrowserTypeConnectOptions{
+		Headers: headers,
+		Timeout: new(float64(timeout.Milliseconds())),
+	})
+	if err != nil {
+		return fmt.Errorf("connect to playwright server %s: %s", where, playwrightText(err))
+	}
+	b.browser = browser
+	b.browser.OnDisconnected(func(pw.Browser) { b.lost.Store(true) })
+	b.log.Debug("connected", "endpoint", where, "version", browser.Version())
+	return nil
+}
+
+// lostCause says how b was lost.
+func (b *Browser) lostCause() string {
+	if b.remote {
+		return "the connection to the playwright server closed"
+	}
+	return "the browser exited"
+}
+
 // checkDriver reports whether dir looks like a driver directory.
 func checkDriver(dir string) error {
 	for _, f := range []string{"package/cli.js", "node"} {
@@ -222,14 +310,22 @@ func checkDriver(dir string) error {
 }
 
 // Close closes the browser, and with it every display, and stops the
-// driver. Displays of a closed browser fail with errors wrapping
+// driver. A connected browser is not closed: Close disconnects from its
+// server, which closes the browser contexts this Browser opened there and
+// keeps running. Displays of a closed browser fail with errors wrapping
 // screen.ErrGone; they should still be closed. Close is idempotent.
 func (b *Browser) Close(context.Context) error {
 	b.closeOnce.Do(func() {
 		var errs []error
 		if b.browser != nil {
+			// For a connected browser, playwright-go's Close only closes
+			// the connection.
+			what := "close browser"
+			if b.remote {
+				what = "disconnect from playwright server"
+			}
 			if err := b.browser.Close(); err != nil && !b.lost.Load() {
-				errs = append(errs, fmt.Errorf("close browser: %s", playwrightText(err)))
+				errs = append(errs, fmt.Errorf("%s: %s", what, playwrightText(err)))
 			}
 		}
 		if err := b.pw.Stop(); err != nil {
@@ -240,8 +336,8 @@ func (b *Browser) Close(context.Context) error {
 	return b.closeErr
 }
 
-// Open launches a browser with one display. Closing the display closes the
-// browser.
+// Open launches a browser, or connects to one (Config.WSEndpoint), with one
+// display. Closing the display closes the browser, or disconnects from it.
 func Open(ctx context.Context, cfg Config) (*Display, error) {
 	b, err := Launch(ctx, cfg)
 	if err != nil {
@@ -295,7 +391,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		return nil, fmt.Errorf("new display: %w", err)
 	}
 	if b.lost.Load() {
-		return nil, fmt.Errorf("new display: the browser exited: %w", screen.ErrGone)
+		return nil, fmt.Errorf("new display: %s: %w", b.lostCause(), screen.ErrGone)
 	}
 	d := &Display{
 		cfg:    cfg,
@@ -393,7 +489,7 @@ func (d *Display) check() error {
 // goneCause says why the display can no longer work, or "" if it can.
 func (d *Display) goneCause() string {
 	if d.b.lost.Load() {
-		return "the browser exited"
+		return d.b.lostCause()
 	}
 	return d.state.goneCause()
 }
