@@ -236,20 +236,11 @@ func (d *Display) captureRequest(o screen.CaptureOptions) (captureReq, error) {
 	if r.quality < 1 || r.quality > 100 {
 		return r, fmt.Errorf("%w: JPEG quality %d (want 1..100)", actions.ErrInvalid, o.Quality)
 	}
-	r.clip = actions.Rect{Max: actions.Pt(float64(vp.W), float64(vp.H))}
-	if o.Region != (actions.Rect{}) {
-		in := o.Region
-		if !finite(in.Min.X, in.Min.Y, in.Max.X, in.Max.Y) {
-			return r, fmt.Errorf("%w: region %v", actions.ErrInvalid, in)
-		}
-		// Clamp to the viewport; a region wholly outside it is an error.
-		in.Min.X, in.Min.Y = max(in.Min.X, 0), max(in.Min.Y, 0)
-		in.Max.X, in.Max.Y = min(in.Max.X, r.clip.Max.X), min(in.Max.Y, r.clip.Max.Y)
-		if in.Dx() < 1 || in.Dy() < 1 {
-			return r, fmt.Errorf("%w: region %v is not inside the %dx%d viewport", actions.ErrInvalid, o.Region, vp.W, vp.H)
-		}
-		r.clip = in
+	clip, err := screen.ClampRegion(o.Region, vp)
+	if err != nil {
+		return r, err
 	}
+	r.clip = clip
 	r.size = o.Size
 	if r.size == (screen.Size{}) {
 		r.size = screen.Size{W: round(r.clip.Dx()), H: round(r.clip.Dy())}

@@ -111,18 +111,9 @@ type captureKey struct {
 // captureGeometry returns the region of the screen to capture (o.Region
 // clamped to the screen, or all of it) and the size of the image to make.
 func captureGeometry(o screen.CaptureOptions, vp screen.Size) (actions.Rect, screen.Size, error) {
-	clip := actions.Rect{Max: actions.Pt(float64(vp.W), float64(vp.H))}
-	if o.Region != (actions.Rect{}) {
-		in := o.Region
-		if !finite(in.Min.X, in.Min.Y, in.Max.X, in.Max.Y) {
-			return clip, screen.Size{}, fmt.Errorf("%w: region %v", actions.ErrInvalid, in)
-		}
-		in.Min.X, in.Min.Y = max(in.Min.X, 0), max(in.Min.Y, 0)
-		in.Max.X, in.Max.Y = min(in.Max.X, clip.Max.X), min(in.Max.Y, clip.Max.Y)
-		if in.Dx() < 1 || in.Dy() < 1 {
-			return clip, screen.Size{}, fmt.Errorf("%w: region %v is not inside the %dx%d screen", actions.ErrInvalid, o.Region, vp.W, vp.H)
-		}
-		clip = in
+	clip, err := screen.ClampRegion(o.Region, vp)
+	if err != nil {
+		return clip, screen.Size{}, err
 	}
 	size := o.Size
 	if size == (screen.Size{}) {
