@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -102,12 +103,13 @@ type Executor struct {
 
 	run sync.Mutex // one non-operator call at a time
 
-	mu       sync.Mutex // guards everything below, the trace and OnEvent
-	frames   map[string]screen.Frame
-	latest   screen.Frame           // the latest full frame a caller was sent
-	opLatest screen.Frame           // the latest full frame the operator was sent
-	cursor   *actions.Point         // last pointer position, CSS px
-	unsure   map[unsureKey]struct{} // typed texts Prepare masked without knowing
+	mu       sync.Mutex              // guards everything below, the trace and OnEvent
+	frames   map[string]screen.Frame // the newest MaxFrames frames, by id
+	order    []string                // frames' ids, oldest first
+	latest   screen.Frame            // the latest full frame a caller was sent
+	opLatest screen.Frame            // the latest full frame the operator was sent
+	cursor   *actions.Point          // last pointer position, CSS px
+	unsure   map[unsureKey]struct{}  // typed texts Prepare masked without knowing
 	redact   Redactor
 	traceErr error
 }
@@ -138,10 +140,29 @@ func (e *Executor) Remember(frames []screen.Frame) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, f := range frames {
-		e.frames[f.ID] = f
+		e.keep(f)
 		if !f.Zoomed() {
 			e.latest = f
 		}
+	}
+}
+
+// MaxFrames is how many screenshots' frames an Executor keeps for calls
+// that name the screenshot they were decided on; a call naming an older
+// one gets ErrUnknownFrame. A model sees a handful of recent screenshots,
+// so this only bounds the memory of a session that runs for days.
+const MaxFrames = 256
+
+// keep remembers f, forgetting the oldest frame past MaxFrames. e.mu is
+// held.
+func (e *Executor) keep(f screen.Frame) {
+	if _, ok := e.frames[f.ID]; !ok {
+		e.order = append(e.order, f.ID)
+	}
+	e.frames[f.ID] = f
+	for len(e.order) > MaxFrames {
+		delete(e.frames, e.order[0])
+		e.order = slices.Delete(e.order, 0, 1)
 	}
 }
 
@@ -175,7 +196,7 @@ func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, st
 		return screen.Shot{}, "", err
 	}
 	e.mu.Lock()
-	e.frames[shot.Frame.ID] = shot.Frame
+	e.keep(shot.Frame)
 	if actor == ActorOperator {
 		e.opLatest = shot.Frame
 	} else {
@@ -388,7 +409,7 @@ func (e *Executor) frameOf(id string) (screen.Frame, error) {
 	}
 	f, ok := e.frames[id]
 	if !ok {
-		return screen.Frame{}, fmt.Errorf("%w %q", ErrUnknownFrame, id)
+		return screen.Frame{}, fmt.Errorf("%w %q (calls may name one of the newest %d)", ErrUnknownFrame, id, MaxFrames)
 	}
 	return f, nil
 }
@@ -541,7 +562,7 @@ func (e *Executor) frameFor(c Call, actor Actor, r *Result) (screen.Frame, error
 	}
 	f, ok := e.frames[c.FrameID]
 	if !ok {
-		return screen.Frame{}, fmt.Errorf("%w %q", ErrUnknownFrame, c.FrameID)
+		return screen.Frame{}, fmt.Errorf("%w %q (calls may name one of the newest %d)", ErrUnknownFrame, c.FrameID, MaxFrames)
 	}
 	if f.Zoomed() {
 		return f, nil // coordinates in a zoom image map into its region
@@ -720,7 +741,7 @@ func (e *Executor) zoom(ctx context.Context, region actions.Rect, step int) (scr
 		return screen.Shot{}, err
 	}
 	e.mu.Lock()
-	e.frames[shot.Frame.ID] = shot.Frame
+	e.keep(shot.Frame)
 	e.mu.Unlock()
 	if name := e.saveShot(shot); name != "" {
 		e.Record(trace.Event{Type: trace.TypeNote, Step: step, Text: "zoom capture " + shot.Frame.ID,

@@ -266,3 +266,33 @@ func TestUnsureTextIsMaskedButRedactedOnlyWhenSecret(t *testing.T) {
 		})
 	}
 }
+
+// An executor keeps the newest MaxFrames frames: a call may name any of
+// them, and one naming an older screenshot is told so instead of being
+// mapped with a geometry nobody keeps any more.
+func TestExecutorKeepsTheNewestFrames(t *testing.T) {
+	d := &screentest.Fake{}
+	e, err := harness.NewExecutor(harness.ExecutorConfig{Display: d, Policy: permissive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for range harness.MaxFrames + 10 {
+		shot, _, err := e.Screenshot(t.Context(), harness.ActorClient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, shot.Frame.ID)
+	}
+	click := func(frame string) harness.Call {
+		return harness.Call{ID: "c-" + frame, FrameID: frame,
+			Actions: []actions.Action{{Kind: actions.Click, At: actions.Pt(5, 5), HasAt: true}}}
+	}
+	if r := e.Do(t.Context(), click(ids[0]), harness.Options{Actor: harness.ActorClient}); !errors.Is(r.Err, harness.ErrUnknownFrame) ||
+		!strings.Contains(r.Err.Error(), "newest") {
+		t.Errorf("a call naming the first of %d screenshots: %v, want ErrUnknownFrame that says why", len(ids), r.Err)
+	}
+	if r := e.Do(t.Context(), click(ids[len(ids)-harness.MaxFrames+1]), harness.Options{Actor: harness.ActorClient}); r.Err != nil {
+		t.Errorf("a call naming a kept screenshot: %v", r.Err)
+	}
+}
