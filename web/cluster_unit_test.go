@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // inProcessReplica is a web.Server with ClusterConfig on an httptest

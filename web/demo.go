@@ -8,8 +8,8 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/cassette"
-	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/screen"
 )
 
 // demoModel is the built-in demo's model (session.ProviderDemo): the real

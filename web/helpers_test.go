@@ -19,11 +19,11 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 const testToken = "test-token-0123456789"

@@ -26,9 +26,10 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/internal/syncbuf"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // serveHTTP returns a server under test that Serve serves, with bounds h,
@@ -430,7 +431,7 @@ func TestPanicIsAnsweredJSON(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{fake: true})
 	e.stop()
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	e.cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	e.cfg.NewModel = func(context.Context, session.ModelSpec, screen.Size, []harness.ToolSpec) (harness.Model, error) {
 		panic("model builder blew up at /srv/secret/path")

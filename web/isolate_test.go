@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/isolate"
-	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/web"

@@ -18,12 +18,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
 	"github.com/spotter-harness/spotter/harness/gemini/geminitest"
 	"github.com/spotter-harness/spotter/harness/openai/openaitest"
+	"github.com/spotter-harness/spotter/internal/syncbuf"
 	"github.com/spotter-harness/spotter/web"
 )
 
@@ -37,27 +37,9 @@ const (
 
 var serverKeys = []string{serverAnthropicKey, serverOpenAIKey, serverGoogleKey}
 
-// lockedBuffer is a log sink for the server under test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // keysEnv is a server that builds its sessions' models itself, from an
 // environment holding the server's keys, and logs everything to a buffer.
-func keysEnv(t *testing.T, allow []string, extraEnv map[string]string) (*env, *lockedBuffer) {
+func keysEnv(t *testing.T, allow []string, extraEnv map[string]string) (*env, *syncbuf.Buffer) {
 	t.Helper()
 	e := newEnv(t, envOpts{fake: true})
 	e.stop()
@@ -66,7 +48,7 @@ func keysEnv(t *testing.T, allow []string, extraEnv map[string]string) (*env, *l
 	for k, v := range extraEnv {
 		vars[k] = v
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	e.cfg.NewModel = nil
 	e.cfg.Getenv = func(k string) string { return vars[k] }
 	e.cfg.AllowBaseURLs = allow
@@ -181,7 +163,7 @@ func noServerKey(t *testing.T, what string, hs []http.Header) {
 }
 
 // notStored fails if s shows up in the server's files, logs or answers.
-func notStored(t *testing.T, e *env, logs *lockedBuffer, s string, answers ...string) {
+func notStored(t *testing.T, e *env, logs *syncbuf.Buffer, s string, answers ...string) {
 	t.Helper()
 	for _, a := range answers {
 		if strings.Contains(a, s) {

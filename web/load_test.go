@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // Load shape (issue 10, "Load"): 50 API clients on 10 executor sessions,

@@ -14,20 +14,21 @@ import (
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/openai"
-	"github.com/spotter-harness/spotter/internal/runner"
-	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/screen"
 )
 
-// defaultModel builds a session's model with the provider adapters the
-// runner knows, with keys and base URLs from getenv, or the built-in demo's.
+// defaultModel builds a session's model with the provider adapters
+// (wiring.NewModel), with keys and base URLs from getenv, or the built-in
+// demo's.
 func defaultModel(m session.ModelSpec, image screen.Size, tools []harness.ToolSpec, getenv func(string) string, log *slog.Logger) (harness.Model, error) {
 	if m.Provider == session.ProviderDemo {
 		return demoModel(image, tools, log)
 	}
-	spec := runner.ModelSpec{Provider: m.Provider, Name: m.Name, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens, Context: m.Context,
+	spec := wiring.ModelSpec{Provider: m.Provider, Name: m.Name, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens, Context: m.Context,
 		Turns: m.Turns}
-	return runner.NewModel(spec, image, tools, getenv, log)
+	return wiring.NewModel(spec, image, tools, getenv, log)
 }
 
 // HeaderProviderKey is the request header of PUT /session that carries the

@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
-	"github.com/spotter-harness/spotter/store/pgtest"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/store/pgtest"
 )
 
 // A server restarted with a call waiting for permission and another for

@@ -20,8 +20,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/spotter-harness/spotter/actions"
-	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/store"
 )
 
 // Route is one route of the server, for docs and tests.

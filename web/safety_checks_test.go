@@ -37,11 +37,11 @@ import (
 	"github.com/spotter-harness/spotter/harness/gemini/geminitest"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/openai/openaitest"
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/store"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // safetyHTML is one big button: wherever the model clicks, it clicks it,

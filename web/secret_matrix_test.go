@@ -51,10 +51,11 @@ import (
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/openai/openaitest"
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/fieldsite"
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // smLoginPage is the page every cell types into. The password field is at
@@ -83,40 +84,6 @@ pass.addEventListener('input', () => fetch('/typed', {method: 'POST', body: pass
 // smField is the middle of the password field, in the pixels of every
 // screenshot (1280x800, the viewport's size).
 var smField = actions.Point{X: 190, Y: 238}
-
-// smLoginServer serves smLoginPage and records what its password field
-// reported.
-type smLoginServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	typed []string
-}
-
-func newSMLoginServer(t *testing.T) *smLoginServer {
-	p := &smLoginServer{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /login.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		io.WriteString(w, smLoginPage)
-	})
-	mux.HandleFunc("POST /typed", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		p.mu.Lock()
-		p.typed = append(p.typed, string(b))
-		p.mu.Unlock()
-	})
-	p.Server = httptest.NewServer(mux)
-	t.Cleanup(p.Close)
-	return p
-}
-
-// received returns the values the password field reported, in order.
-func (p *smLoginServer) received() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.typed...)
-}
 
 // Outcomes of a cell's approval.
 const (
@@ -149,7 +116,7 @@ type smCell struct {
 	t                      *testing.T
 	door, outcome, pattern string
 	secret, edited         string // what the model types; what the human edits it to
-	page                   *smLoginServer
+	page                   *fieldsite.Site
 	logs                   *smBuf
 	log                    *slog.Logger
 	cfg                    web.Config
@@ -224,7 +191,7 @@ func runSMCell(t *testing.T, door, outcome, pattern string) {
 		secret: "Hunter2-" + tag + "-q7Zx", edited: "Swapped-" + tag + "-k3Wv",
 		outputs: map[string][]byte{}, logs: &smBuf{}}
 	c.log = slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c.page = newSMLoginServer(t)
+	c.page = fieldsite.New(t, "/login.html", smLoginPage)
 	c.streamCtx, c.cancelStreams = context.WithCancel(context.Background())
 	c.configure()
 	c.start()
@@ -1075,7 +1042,7 @@ func (c *smCell) collectPanel(when string) {
 // output holds the password or the human's replacement.
 func (c *smCell) check() {
 	t := c.t
-	got := c.page.received()
+	got := c.page.Received()
 	switch c.outcome {
 	case smApproved, smSameEdit, smNone:
 		if !slices.Contains(got, c.secret) {

@@ -41,13 +41,13 @@ import (
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
-	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web/panel"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // Config configures a Server. Zero values are documented defaults.
@@ -62,16 +62,17 @@ type Config struct {
 	Token string
 	// Sandboxes, when set, runs each session's browser (agent, executor
 	// and MCP sessions alike) in a sandbox of its own, with
-	// runner.OpenDisplay, whose only way out is an egress proxy allowing
+	// wiring.OpenDisplay, whose only way out is an egress proxy allowing
 	// the session's policy hosts and its start URL's host
-	// (runner.EgressFor). Nil means a Chromium process per session on the
+	// (wiring.EgressFor); a desktop session's desktop runs in a containerd
+	// sandbox the same way. Nil means a Chromium process per session on the
 	// host, whose requests all go through an egress proxy on the host's
 	// loopback that lets through the public internet but no internal
 	// address (loopback, private, link-local, metadata) the policy does
-	// not name exactly (runner.OpenWeb). Either way the browser does not
+	// not name exactly (wiring.OpenWeb). Either way the browser does not
 	// reach the server's own address unless the policy names it. The
 	// Server does not close them. NewDisplay, when set, wins.
-	Sandboxes *runner.Sandboxes
+	Sandboxes *wiring.Sandboxes
 	Browser   string // Chromium executable; "" looks it up
 	// Getenv supplies provider keys and base URLs (nil: none).
 	Getenv func(string) string
@@ -80,8 +81,8 @@ type Config struct {
 	// configured from Getenv. image is the size of the screenshots the
 	// model is sent; tools are the session's application-side tools.
 	NewModel func(ctx context.Context, m session.ModelSpec, image screen.Size, tools []harness.ToolSpec) (harness.Model, error)
-	// NewDisplay opens a session's display; nil means Chromium, through
-	// runner.OpenDisplay (see Sandboxes).
+	// NewDisplay opens a session's display; nil means the backend the
+	// session's spec names, through wiring.OpenDisplay (see Sandboxes).
 	NewDisplay func(ctx context.Context, d session.DisplaySpec) (session.Display, error)
 	// ApprovalTimeout is how long an approval waits for a human before it
 	// counts as a denial, unless a session's rules say otherwise; default
@@ -414,7 +415,7 @@ func (s *Server) Close(ctx context.Context) error {
 // opener returns how sessions open their displays: Config.NewDisplay, a
 // sandboxed browser (Config.Sandboxes), or a browser on the host behind
 // an egress proxy that refuses internal addresses the session's policy
-// does not name (runner.OpenWeb). Neither kind of browser reaches the
+// does not name (wiring.OpenWeb). Neither kind of browser reaches the
 // server's own address unless the policy names it.
 func (s *Server) opener() func(context.Context, session.Spec) (session.Display, error) {
 	cfg := s.cfg
@@ -428,17 +429,27 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 		if sp.Policy != nil {
 			hosts = sp.Policy.Hosts
 		}
-		req := runner.DisplayRequest{Viewport: sp.Display.Size(), DPR: sp.Display.DPR, Browser: cfg.Browser,
-			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Logger: s.log}
+		req := wiring.DisplayRequest{Display: sp.Display.DisplaySpec, Browser: cfg.Browser,
+			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Getenv: cfg.Getenv, Logger: s.log}
 		if cfg.Sandboxes != nil {
-			req.Egress = runner.EgressFor(hosts, sp.StartURL)
+			req.Egress = wiring.EgressFor(hosts, sp.StartURL)
 			req.Egress.Deny = s.selfDeny(req.Egress.Allow)
 		} else {
-			p := runner.OpenWeb(hosts, sp.StartURL)
+			p := wiring.OpenWeb(hosts, sp.StartURL)
 			p.Deny = s.selfDeny(p.Allow)
 			req.HostEgress = &p
 		}
-		return runner.OpenDisplay(ctx, req)
+		d, err := wiring.OpenDisplay(ctx, req)
+		if err != nil {
+			if errors.Is(err, wiring.ErrSpec) {
+				// The spec was checked when the session was made; what is
+				// left is the outside world (a VNC server's screen, a
+				// password variable the operator has not set).
+				return nil, fmt.Errorf("%w: %s", session.ErrBadRequest, strings.ReplaceAll(err.Error(), wiring.ErrSpec.Error()+": ", ""))
+			}
+			return nil, err
+		}
+		return d, nil
 	}
 }
 

@@ -21,9 +21,9 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // noisyPage draws a canvas of random pixels, anew on every click: its

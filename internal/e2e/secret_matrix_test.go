@@ -20,8 +20,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -36,7 +34,9 @@ import (
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/fieldsite"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/syncbuf"
 )
 
 // runLoginPage has a password field at CSS (40..340, 220..256) of an
@@ -58,37 +58,6 @@ const pass = document.getElementById('pass');
 pass.addEventListener('input', () => fetch('/typed', {method: 'POST', body: pass.value}));
 </script>
 </body></html>`
-
-// runLoginSite serves runLoginPage and records what its field reported.
-type runLoginSite struct {
-	*httptest.Server
-	mu    sync.Mutex
-	typed []string
-}
-
-func newRunLoginSite(t *testing.T) *runLoginSite {
-	s := &runLoginSite{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, runLoginPage)
-	})
-	mux.HandleFunc("POST /typed", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.typed = append(s.typed, string(b))
-		s.mu.Unlock()
-	})
-	s.Server = httptest.NewServer(mux)
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *runLoginSite) received() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.typed...)
-}
 
 // Outcomes of the row's approvals.
 const (
@@ -145,29 +114,11 @@ model:
 `, c.site.URL, strings.TrimPrefix(c.site.URL, "http://"), turns)
 }
 
-// runLogs is a buffer safe for concurrent writes: a run's debug logs.
-type runLogs struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *runLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *runLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // runCell is one cell: its secrets, the page, and its outputs.
 type runCell struct {
 	outcome, pattern string
 	secret, edited   string
-	site             *runLoginSite
+	site             *fieldsite.Site
 	out              string // the run's directory
 	outputs          map[string][]byte
 }
@@ -176,7 +127,7 @@ func newRunCell(t *testing.T, form, outcome, pattern string) *runCell {
 	tag := strings.NewReplacer("runner", "Rn", "binary", "Bi", "approved", "Ap", "edited-same", "Es", "edited", "Ed", "denied", "De",
 		"refused", "Rf", "expired", "Xp", "stopped", "St", "none", "No", "batch", "B", "focused", "F").Replace(form + outcome + pattern)
 	return &runCell{outcome: outcome, pattern: pattern, secret: "Hunter2-" + tag + "-q7Zx", edited: "Swapped-" + tag + "-k3Wv",
-		site: newRunLoginSite(t), out: filepath.Join(t.TempDir(), "run"), outputs: map[string][]byte{}}
+		site: fieldsite.New(t, "/{$}", runLoginPage), out: filepath.Join(t.TempDir(), "run"), outputs: map[string][]byte{}}
 }
 
 // TestSecretMatrixRun walks the `spotter run` row.
@@ -210,7 +161,7 @@ func TestSecretMatrixRun(t *testing.T) {
 
 // secretRunnerCell runs the cell through runner.Run, its Asker deciding.
 func secretRunnerCell(t *testing.T, c *runCell) {
-	logs := &runLogs{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
@@ -363,7 +314,7 @@ func secretBinaryCell(t *testing.T, bin string, c *runCell) {
 // password or the human's replacement.
 func (c *runCell) check(t *testing.T) {
 	t.Helper()
-	got := c.site.received()
+	got := c.site.Received()
 	switch c.outcome {
 	case runApproved, runSameEdit, runNone:
 		if !slices.Contains(got, c.secret) {

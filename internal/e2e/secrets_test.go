@@ -27,26 +27,9 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/syncbuf"
 	"github.com/spotter-harness/spotter/screen/cdp"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes, for logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // login records what login.html's form sends, by POST or by GET.
 type login struct {
@@ -83,7 +66,7 @@ const modelSeesReflectedSecrets = false
 func TestSecretsNeverLeak(t *testing.T) {
 	integration(t)
 	const user = "alice.audit"
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	d, err := cdp.Open(ctx, cdp.Config{Logger: log})

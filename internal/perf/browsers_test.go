@@ -19,8 +19,8 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/internal/perf"
+	"github.com/spotter-harness/spotter/screen"
 )
 
 // The browsers under test.

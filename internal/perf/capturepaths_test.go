@@ -25,8 +25,8 @@ import (
 	"github.com/disintegration/imaging"
 	"golang.org/x/image/draw"
 
-	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/internal/perf"
+	"github.com/spotter-harness/spotter/screen"
 )
 
 var (

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/internal/agent"
+	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 )
@@ -41,15 +42,15 @@ func TestMain(m *testing.M) {
 // One Sandboxes per backend and test binary, as one spotter process has.
 var (
 	sandboxesMu   sync.Mutex
-	testSandboxes = map[isolate.Backend]*Sandboxes{}
+	testSandboxes = map[isolate.Backend]*wiring.Sandboxes{}
 )
 
 // sandboxesFor returns the test binary's Sandboxes of backend. It skips t
 // without SPOTTER_INTEGRATION=1, and fails it when containerd is missing.
-func sandboxesFor(t testing.TB, backend isolate.Backend) *Sandboxes {
+func sandboxesFor(t testing.TB, backend isolate.Backend) *wiring.Sandboxes {
 	t.Helper()
 	isolatetest.Integration(t)
-	cfg := SandboxConfig{Backend: backend, Logger: isolatetest.Logger()}
+	cfg := wiring.SandboxConfig{Backend: backend, Logger: isolatetest.Logger()}
 	if backend == isolate.Containerd {
 		cfg.Containerd = containerd.Config{Socket: isolatetest.Socket(t), Agent: os.Args[0], AgentArgs: []string{"agent"}}
 	}
@@ -60,7 +61,7 @@ func sandboxesFor(t testing.TB, backend isolate.Backend) *Sandboxes {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := NewSandboxes(ctx, cfg)
+	s, err := wiring.NewSandboxes(ctx, cfg)
 	if err != nil {
 		t.Fatalf("NewSandboxes(%s) = %v", backend, err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/internal/agent"
+	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/typeurl/v2"
 
-	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/internal/agent"
+	"github.com/spotter-harness/spotter/isolate"
 )
 
 // Defaults of Config.

@@ -1,7 +1,6 @@
 package containerd
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -22,8 +21,9 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 
-	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/internal/agent"
+	"github.com/spotter-harness/spotter/internal/syncbuf"
+	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
@@ -294,12 +294,13 @@ func (s *Sandbox) Browser(ctx context.Context, cfg cdp.Config) (*cdp.Browser, er
 }
 
 // Desktop starts a fresh Linux desktop of the given size in the sandbox
-// (Xvnc with Openbox and an xterm, run by the agent as the sandbox's user)
+// (Xvnc with Openbox and an xterm, or command when it is not empty, run by
+// the agent as the sandbox's user)
 // and connects to it over the agent's socket: RFB crosses no TCP port. The
 // desktop has the sandbox's network: only the egress proxy, which its apps
 // must be told to use. ctx bounds the start only; closing the display stops
 // the desktop.
-func (s *Sandbox) Desktop(ctx context.Context, size screen.Size, cfg vnc.Config) (*vnc.Display, error) {
+func (s *Sandbox) Desktop(ctx context.Context, size screen.Size, command []string, cfg vnc.Config) (*vnc.Display, error) {
 	if err := s.dead(); err != nil {
 		return nil, err
 	}
@@ -307,7 +308,7 @@ func (s *Sandbox) Desktop(ctx context.Context, size screen.Size, cfg vnc.Config)
 		return nil, fmt.Errorf("sandbox %s: desktop size %dx%d", s.id, size.W, size.H)
 	}
 	d, err := vnc.Connect(ctx, func(ctx context.Context) (net.Conn, error) {
-		return agent.DialDesktop(ctx, s.sock, int(s.r.cfg.UID), size.W, size.H)
+		return agent.DialDesktop(ctx, s.sock, int(s.r.cfg.UID), size.W, size.H, command)
 	}, cfg)
 	if err != nil {
 		log := tail(filepath.Join(s.dir, logFileName), 1024)
@@ -410,7 +411,7 @@ func (s *Sandbox) exec(ctx context.Context, env []string, args ...string) (strin
 	p.Args = args
 	p.Env = append(append([]string(nil), p.Env...), env...)
 	p.Terminal = false
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	rnd := make([]byte, 4)
 	rand.Read(rnd)
 	proc, err := s.task.Exec(ctx, "exec-"+hex.EncodeToString(rnd), &p, cio.NewCreator(cio.WithStreams(nil, &out, &out)))
@@ -434,21 +435,4 @@ func (s *Sandbox) exec(ctx context.Context, env []string, args ...string) (strin
 	proc.IO().Wait()
 	code, _, err := st.Result()
 	return out.String(), code, err
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
