@@ -1,8 +1,14 @@
 package playwright
 
 import (
+	"context"
+	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spotter-harness/spotter/screen"
 )
 
 func TestRemoteConfig(t *testing.T) {
@@ -33,5 +39,68 @@ func TestRemoteConfig(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("withDefaults() = %v, shows the endpoint's password", err)
 		}
+	}
+}
+
+// TestConnectedClose checks that closing a connected display leaves the
+// server running, so that another client can use it.
+func TestConnectedClose(t *testing.T) {
+	srv := startServer(t)
+	pages := pages(t)
+	for i := range 2 {
+		d := open(t, Config{WSEndpoint: srv.endpoint})
+		shot := load(t, d, pages.URL+"/b")
+		if shot.Frame.URL != pages.URL+"/b" {
+			t.Errorf("connection %d: Frame.URL = %q, want %q", i, shot.Frame.URL, pages.URL+"/b")
+		}
+		if err := d.Close(t.Context()); err != nil {
+			t.Errorf("connection %d: Close() = %v", i, err)
+		}
+		if err := d.Perform(t.Context(), screen.Mapped{Action: click(1, 1)}); !errors.Is(err, screen.ErrGone) {
+			t.Errorf("connection %d: Perform(click) after Close = %v, want ErrGone", i, err)
+		}
+		if !srv.alive() {
+			t.Fatalf("connection %d: the Playwright server exited when the display closed; stderr:\n%s", i, srv.stderr)
+		}
+	}
+}
+
+// TestConnectedServerGone checks that a display whose server stops fails
+// with screen.ErrGone, saying the connection closed.
+func TestConnectedServerGone(t *testing.T) {
+	srv := startServer(t)
+	d := open(t, Config{WSEndpoint: srv.endpoint})
+	load(t, d, pages(t).URL+"/b")
+	if err := srv.stop(); err != nil {
+		t.Fatalf("stop the server: %v", err)
+	}
+	_, err := d.Capture(t.Context(), screen.CaptureOptions{})
+	if !errors.Is(err, screen.ErrGone) || !strings.Contains(err.Error(), "connection to the playwright server closed") {
+		t.Errorf("Capture() after the server stopped = %v, want ErrGone saying the connection closed", err)
+	}
+	if err := d.Perform(t.Context(), screen.Mapped{Action: click(1, 1)}); !errors.Is(err, screen.ErrGone) {
+		t.Errorf("Perform(click) after the server stopped = %v, want ErrGone", err)
+	}
+}
+
+// TestConnectRefused checks that an endpoint with no server fails Open
+// with an error naming it.
+func TestConnectRefused(t *testing.T) {
+	integration(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "ws://" + ln.Addr().String() + "/nothing"
+	ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	d, err := Open(ctx, testConfig(Config{WSEndpoint: endpoint}))
+	if err == nil {
+		d.Close(t.Context())
+		t.Fatalf("Open(WSEndpoint: %s) with nothing listening = nil error", endpoint)
+	}
+	if !strings.Contains(err.Error(), "connect to playwright server "+endpoint) {
+		t.Errorf("Open(WSEndpoint: %s) with nothing listening = %v, want an error naming the endpoint", endpoint, err)
 	}
 }
