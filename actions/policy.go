@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
-	"golang.org/x/net/idna"
 	"gopkg.in/yaml.v3"
 )
 
@@ -46,11 +43,12 @@ type Policy struct {
 
 	// Hosts lists where Navigate may go: "example.com" (that host on the
 	// scheme's default port), "localhost:8080" (that port), "*.example.com"
-	// (every subdomain, not example.com itself) or "*" (anywhere). Names
-	// match without regard to case, a trailing dot or IDNA form
-	// ("bücher.example" is "xn--bcher-kva.example"). Navigate to
-	// about:blank is always allowed. Hosts govern Navigate only, not links
-	// the model clicks.
+	// (every subdomain, not example.com itself) or "*" (anywhere). Each
+	// entry is a HostPattern and follows its rules: names match without
+	// regard to surrounding whitespace, case, a trailing dot or IDNA form
+	// ("bücher.example" is "xn--bcher-kva.example"); an address with a zone
+	// is refused. Navigate to about:blank is always allowed. Hosts govern
+	// Navigate only, not links the model clicks.
 	Hosts []string `yaml:"hosts,omitempty" json:"hosts,omitempty"`
 
 	// Files lists the paths Upload may hand to a file chooser, as the
@@ -122,7 +120,7 @@ func parsePolicy(b []byte) (Policy, error) {
 		}
 	}
 	for _, h := range p.Hosts {
-		if _, err := parseHostPattern(h); err != nil {
+		if _, err := ParseHostPattern(h); err != nil {
 			return Policy{}, fmt.Errorf("hosts: %v", err)
 		}
 	}
@@ -258,16 +256,12 @@ func (p Policy) checkNavigate(raw string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return notAllowedf("navigate to %q is not allowed (want an http or https URL)", clip(raw))
 	}
-	host, err := normHost(u.Hostname())
+	host, err := NormalizeHost(u.Hostname())
 	if err != nil {
 		return notAllowedf("navigate to %q is not allowed (%v)", clip(raw), err)
 	}
-	port := u.Port()
-	if port == "" {
-		port = defaultPort(u.Scheme)
-	}
 	for _, h := range p.Hosts {
-		if pat, err := parseHostPattern(h); err == nil && pat.match(host, port, u.Scheme) {
+		if pat, err := ParseHostPattern(h); err == nil && pat.Match(host, u.Port(), u.Scheme) {
 			return nil
 		}
 	}
@@ -281,84 +275,4 @@ func (p Policy) checkNavigate(raw string) error {
 		return notAllowedf("navigate to %s is not allowed (no hosts are allowed)", shown)
 	}
 	return notAllowedf("navigate to %s is not allowed (allowed hosts: %s)", shown, strings.Join(p.Hosts, ", "))
-}
-
-func defaultPort(scheme string) string {
-	if scheme == "https" {
-		return "443"
-	}
-	return "80"
-}
-
-// hostPattern is one parsed entry of Policy.Hosts.
-type hostPattern struct {
-	any  bool   // "*"
-	wild bool   // "*.example.com"
-	host string // normalized, see normHost
-	port string // "" for the scheme's default
-}
-
-func parseHostPattern(s string) (hostPattern, error) {
-	if s == "*" {
-		return hostPattern{any: true}, nil
-	}
-	var pat hostPattern
-	rest, wild := strings.CutPrefix(s, "*.")
-	pat.wild = wild
-	if strings.ContainsAny(rest, "/*@?#") || rest == "" {
-		return pat, fmt.Errorf("host pattern %q: want a host such as \"example.com\", \"localhost:8080\", \"*.example.com\" or \"*\"", clip(s))
-	}
-	host := rest
-	switch {
-	case strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]"):
-		host = rest[1 : len(rest)-1]
-	case strings.HasPrefix(rest, "[") || strings.Count(rest, ":") == 1:
-		h, port, err := net.SplitHostPort(rest)
-		if err != nil {
-			return pat, fmt.Errorf("host pattern %q: %v", clip(s), err)
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return pat, fmt.Errorf("host pattern %q: bad port %q", clip(s), port)
-		}
-		host, pat.port = h, strconv.Itoa(n)
-	}
-	h, err := normHost(host)
-	if err != nil {
-		return pat, fmt.Errorf("host pattern %q: %v", clip(s), err)
-	}
-	if _, err := netip.ParseAddr(h); err == nil && wild {
-		return pat, fmt.Errorf("host pattern %q: an IP address has no subdomains", clip(s))
-	}
-	pat.host = h
-	return pat, nil
-}
-
-// match reports whether pat allows host (normalized) on port, reached by
-// scheme.
-func (pat hostPattern) match(host, port, scheme string) bool {
-	if pat.any {
-		return true
-	}
-	if n, err := strconv.Atoi(port); err != nil || cmp.Or(pat.port, defaultPort(scheme)) != strconv.Itoa(n) {
-		return false
-	}
-	if pat.wild {
-		return strings.HasSuffix(host, "."+pat.host)
-	}
-	return host == pat.host
-}
-
-// normHost returns the form of a host name that patterns compare: an IP
-// address in its canonical form, or a lower-case ASCII (IDNA) name without
-// a trailing dot.
-func normHost(h string) (string, error) {
-	if a, err := netip.ParseAddr(h); err == nil {
-		return a.Unmap().String(), nil
-	}
-	ascii, err := idna.Lookup.ToASCII(strings.TrimSuffix(h, "."))
-	if err != nil || ascii == "" {
-		return "", fmt.Errorf("bad host name %q", clip(h))
-	}
-	return strings.TrimSuffix(ascii, "."), nil
 }

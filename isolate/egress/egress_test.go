@@ -49,7 +49,7 @@ func TestDecide(t *testing.T) {
 			if err != nil {
 				t.Fatalf("compile(%+v) = %v", tt.pol, err)
 			}
-			got := r.decide(tt.host, tt.port)
+			got := r.decide("", tt.host, tt.port)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(verdict{})); diff != "" {
 				t.Errorf("decide(%q, %q) with %+v (-want +got):\n%s", tt.host, tt.port, tt.pol, diff)
 			}
@@ -315,7 +315,7 @@ func FuzzDecide(f *testing.F) {
 		if err != nil {
 			return
 		}
-		v := r.decide(host, port)
+		v := r.decide("", host, port)
 		if v.allowed == (v.reason != "") {
 			t.Errorf("decide(%q, %q) with %+v = %+v: allowed and reason disagree", host, port, p, v)
 		}

@@ -7,17 +7,21 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/net/idna"
+	"github.com/spotter-harness/spotter/actions"
 )
 
 // Policy says which hosts a sandbox may reach. The zero Policy allows
 // nothing.
 //
-// Entries use the syntax of actions.Policy.Hosts, so one list can serve
-// both: "example.com" (that host on ports 80 and 443), "localhost:8080"
-// (that port only), "*.example.com" (every subdomain on ports 80 and 443,
-// not example.com itself) or "*" (every host on every port). Names match
-// without regard to case, a trailing dot or IDNA form.
+// Entries are actions.HostPattern entries, parsed and matched by the same
+// code as actions.Policy.Hosts, so one list can serve both: "example.com"
+// (that host on the default port), "localhost:8080" (that port only),
+// "*.example.com" (every subdomain on the default port, not example.com
+// itself) or "*" (every host on every port). Names match without regard to
+// surrounding whitespace, case, one trailing dot or IDNA form; an address
+// with a zone is refused. The default port is 80 for a plain HTTP request
+// and 80 or 443 for a CONNECT tunnel, whose scheme the proxy cannot see
+// (HTTPS, or a WebSocket over ws or wss).
 //
 // An internal address (loopback, private, link-local, unspecified,
 // multicast or carrier-grade NAT) is reached only through an exact Allow
@@ -35,13 +39,7 @@ type Policy struct {
 }
 
 // pattern is one parsed entry of a Policy.
-type pattern struct {
-	raw  string
-	any  bool   // "*"
-	wild bool   // "*.example.com"
-	host string // normalized, see normHost
-	port string // "" for ports 80 and 443 (Allow) or every port (Deny)
-}
+type pattern struct{ actions.HostPattern }
 
 // rules is a compiled Policy.
 type rules struct {
@@ -74,74 +72,17 @@ func (p Policy) Validate() error {
 }
 
 func parsePattern(s string) (pattern, error) {
-	pat := pattern{raw: s}
-	if s == "*" {
-		pat.any = true
-		return pat, nil
-	}
-	rest, wild := strings.CutPrefix(s, "*.")
-	pat.wild = wild
-	if rest == "" || strings.ContainsAny(rest, "/*@?# \t") {
-		return pat, fmt.Errorf("host pattern %q: want a host such as \"example.com\", \"localhost:8080\", \"*.example.com\" or \"*\"", clip(s))
-	}
-	host := rest
-	switch {
-	case strings.HasPrefix(rest, "[") && strings.HasSuffix(rest, "]"):
-		host = rest[1 : len(rest)-1]
-	case strings.HasPrefix(rest, "[") || strings.Count(rest, ":") == 1:
-		h, port, err := net.SplitHostPort(rest)
-		if err != nil {
-			return pat, fmt.Errorf("host pattern %q: %v", clip(s), err)
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 {
-			return pat, fmt.Errorf("host pattern %q: bad port %q", clip(s), clip(port))
-		}
-		host, pat.port = h, strconv.Itoa(n)
-	}
-	h, err := normHost(host)
-	if err != nil {
-		return pat, fmt.Errorf("host pattern %q: %v", clip(s), err)
-	}
-	if _, err := netip.ParseAddr(h); err == nil && wild {
-		return pat, fmt.Errorf("host pattern %q: an IP address has no subdomains", clip(s))
-	}
-	pat.host = h
-	return pat, nil
+	pat, err := actions.ParseHostPattern(s)
+	return pattern{pat}, err
 }
 
-// matchHost reports whether pat names host, whatever the port.
-func (pat pattern) matchHost(host string) bool {
-	switch {
-	case pat.any:
-		return true
-	case pat.wild:
-		return strings.HasSuffix(host, "."+pat.host)
-	}
-	return host == pat.host
-}
-
-// allows reports whether pat, as an Allow entry, admits host on port.
-func (pat pattern) allows(host, port string) bool {
-	if pat.any {
-		return true
-	}
-	if pat.port == "" {
-		if port != "80" && port != "443" {
-			return false
-		}
-	} else if pat.port != port {
-		return false
-	}
-	return pat.matchHost(host)
-}
-
-// denies reports whether pat, as a Deny entry, refuses host on port.
+// denies reports whether pat, as a Deny entry, refuses host on port: an
+// entry without a port refuses every port.
 func (pat pattern) denies(host, port string) bool {
-	if pat.port != "" && !pat.any && pat.port != port {
+	if pat.Port() != "" && pat.Port() != port {
 		return false
 	}
-	return pat.matchHost(host)
+	return pat.MatchHost(host)
 }
 
 // verdict is the policy's answer for one host and port.
@@ -152,22 +93,25 @@ type verdict struct {
 	reason  string // why it is refused
 }
 
-// decide applies the rules to a normalized host and a port.
-func (r rules) decide(host, port string) verdict {
+// decide applies the rules to a normalized host and a port, reached by
+// scheme: "http" for a plain HTTP request, "" for a CONNECT tunnel, whose
+// scheme the proxy cannot see (an Allow entry without a port admits port 80
+// for the first, 80 or 443 for the second; see actions.HostPattern).
+func (r rules) decide(scheme, host, port string) verdict {
 	shown := hostPort(host, port)
 	for _, pat := range r.deny {
 		if pat.denies(host, port) {
-			return verdict{rule: pat.raw, reason: fmt.Sprintf("%s is in this session's denylist (%s)", shown, pat.raw)}
+			return verdict{rule: pat.String(), reason: fmt.Sprintf("%s is in this session's denylist (%s)", shown, pat)}
 		}
 	}
 	var v verdict
 	for _, pat := range r.allow {
-		if !pat.allows(host, port) {
+		if !pat.Match(host, port, scheme) {
 			continue
 		}
-		exact := !pat.any && !pat.wild
+		exact := pat.Exact()
 		if !v.allowed || (exact && !v.exact) {
-			v = verdict{allowed: true, exact: exact, rule: pat.raw}
+			v = verdict{allowed: true, exact: exact, rule: pat.String()}
 		}
 	}
 	if !v.allowed {
@@ -182,8 +126,8 @@ func (r rules) decide(host, port string) verdict {
 func (r rules) deniesAddr(ap netip.AddrPort) (string, bool) {
 	host, port := ap.Addr().Unmap().String(), strconv.Itoa(int(ap.Port()))
 	for _, pat := range r.deny {
-		if _, err := netip.ParseAddr(pat.host); err == nil && !pat.any && pat.denies(host, port) {
-			return pat.raw, true
+		if _, ok := pat.Addr(); ok && pat.denies(host, port) {
+			return pat.String(), true
 		}
 	}
 	return "", false
@@ -198,23 +142,6 @@ func hostPort(host, port string) string {
 		return host
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// normHost returns the form of a host name that patterns compare: an IP
-// address in its canonical form, or a lower-case ASCII (IDNA) name without
-// a trailing dot.
-func normHost(h string) (string, error) {
-	if a, err := netip.ParseAddr(h); err == nil {
-		if a.Zone() != "" {
-			return "", fmt.Errorf("address %q has a zone", clip(h))
-		}
-		return a.Unmap().String(), nil
-	}
-	ascii, err := idna.Lookup.ToASCII(strings.TrimSuffix(h, "."))
-	if err != nil || ascii == "" {
-		return "", fmt.Errorf("bad host name %q", clip(h))
-	}
-	return strings.TrimSuffix(ascii, "."), nil
 }
 
 // Internal reports whether a is an internal address (loopback, private,

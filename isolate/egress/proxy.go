@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spotter-harness/spotter/actions"
 )
 
 // DefaultDialTimeout bounds the connection to an upstream host.
@@ -164,7 +166,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host, port := r.URL.Hostname(), cmp.Or(r.URL.Port(), "80")
-	d, v, ok := p.decide(r.Method, host, port)
+	d, v, ok := p.decide(r.Method, "http", host, port)
 	if !ok {
 		p.record(d)
 		refuse(w, http.StatusForbidden, d.Reason)
@@ -234,7 +236,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, fmt.Sprintf("CONNECT %s: want host:port", clip(r.Host)))
 		return
 	}
-	d, v, ok := p.decide(r.Method, host, port)
+	d, v, ok := p.decide(r.Method, "", host, port)
 	if !ok {
 		p.record(d)
 		refuse(w, http.StatusForbidden, d.Reason)
@@ -315,10 +317,11 @@ func closeWrite(c net.Conn) {
 	c.Close()
 }
 
-// decide applies the policy to a request for host and port.
-func (p *Proxy) decide(method, host, port string) (Decision, verdict, bool) {
+// decide applies the policy to a request for host and port, reached by
+// scheme ("http", or "" for a CONNECT tunnel).
+func (p *Proxy) decide(method, scheme, host, port string) (Decision, verdict, bool) {
 	d := Decision{Time: time.Now(), Method: method, Host: host, Port: port}
-	h, err := normHost(host)
+	h, err := actions.NormalizeHost(host)
 	if err != nil {
 		d.Reason = err.Error()
 		return d, verdict{}, false
@@ -329,7 +332,7 @@ func (p *Proxy) decide(method, host, port string) (Decision, verdict, bool) {
 		return d, verdict{}, false
 	}
 	d.Host, d.Port = h, strconv.Itoa(n)
-	v := p.rules.decide(d.Host, d.Port)
+	v := p.rules.decide(scheme, d.Host, d.Port)
 	d.Allowed, d.Rule, d.Reason = v.allowed, v.rule, v.reason
 	return d, v, v.allowed
 }
