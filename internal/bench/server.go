@@ -21,11 +21,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web"
-	"github.com/spotter-harness/spotter/internal/session"
 )
 
 // ServerOptions configures the server section. Zero values are documented
@@ -139,9 +139,7 @@ func executorOverhead(ctx context.Context, o ServerOptions, c *apiClient, id str
 	for round := -1; round < o.Rounds; round++ {
 		call := fmt.Sprintf(`{"type":"tool_use","id":"toolu_%d","name":"computer","input":{"action":"left_click","coordinate":[%d,%d]}}`,
 			round+1, int(buttonAt.X), int(buttonAt.Y))
-		start := time.Now()
-		img, err := c.call(ctx, id, call)
-		took := time.Since(start)
+		img, took, err := c.call(ctx, id, call)
 		if err != nil {
 			return fmt.Errorf("executor call: %w", err)
 		}
@@ -300,27 +298,33 @@ type apiClient struct {
 }
 
 func (c *apiClient) do(ctx context.Context, method, path, body string, out any) (int, string, error) {
+	code, b, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return code, "", err
+	}
+	if out != nil && code == http.StatusOK {
+		if err := json.Unmarshal(b, out); err != nil {
+			return code, string(b), err
+		}
+	}
+	return code, string(b), nil
+}
+
+// request sends a request and reads the whole response.
+func (c *apiClient) request(ctx context.Context, method, path, body string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, strings.NewReader(body))
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+benchToken)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, "", err
-	}
-	if out != nil && resp.StatusCode == http.StatusOK {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, string(b), err
-		}
-	}
-	return resp.StatusCode, string(b), nil
+	return resp.StatusCode, b, err
 }
 
 // executor creates an Anthropic executor session on url.
@@ -336,8 +340,10 @@ func (c *apiClient) executor(ctx context.Context, url string) (string, error) {
 }
 
 // call posts an Anthropic tool_use and returns the screenshot of its
-// tool_result.
-func (c *apiClient) call(ctx context.Context, id, call string) (image.Image, error) {
+// tool_result and the round trip: from the request to the last byte of the
+// response, the client's decoding of it left out (as the direct step's
+// decoding is).
+func (c *apiClient) call(ctx context.Context, id, call string) (image.Image, time.Duration, error) {
 	var out struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -350,21 +356,26 @@ func (c *apiClient) call(ctx context.Context, id, call string) (image.Image, err
 			} `json:"content"`
 		} `json:"result"`
 	}
-	code, b, err := c.do(ctx, "POST", "/executor/sessions/"+id+"/call?wait=60s", call, &out)
+	start := time.Now()
+	code, b, err := c.request(ctx, "POST", "/executor/sessions/"+id+"/call?wait=60s", call)
+	took := time.Since(start)
+	if err == nil && code == http.StatusOK {
+		err = json.Unmarshal(b, &out)
+	}
 	if err != nil || code != http.StatusOK || out.Status != "done" || out.Error != "" {
-		return nil, fmt.Errorf("= %d %.300s %v", code, b, err)
+		return nil, took, fmt.Errorf("= %d %.300s %v", code, b, err)
 	}
 	for _, p := range out.Result.Content {
 		if p.Type == "image" {
 			raw, err := base64.StdEncoding.DecodeString(p.Source.Data)
 			if err != nil {
-				return nil, err
+				return nil, took, err
 			}
 			img, _, err := image.Decode(bytes.NewReader(raw))
-			return img, err
+			return img, took, err
 		}
 	}
-	return nil, fmt.Errorf("the result has no image: %.300s", b)
+	return nil, took, fmt.Errorf("the result has no image: %.300s", b)
 }
 
 // follow reads a session's events after seq until ctx ends, calling on
