@@ -149,19 +149,51 @@ func (s *pageState) onEvent(ev any) {
 func (s *pageState) event(now time.Time, ev any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var changed bool
 	switch ev := ev.(type) {
 	case *page.EventScreencastFrame:
-		s.pendingAcks = append(s.pendingAcks, ev.SessionID)
-		poke(s.ackWake)
-		if s.capturing {
-			return
-		}
-		if s.skipFrame {
-			s.skipFrame = false
-			return
-		}
-		s.frames++
-		s.lastFrame = now
+		changed = s.onScreencastFrame(now, ev)
+	case *page.EventFrameStartedLoading, *page.EventFrameStoppedLoading, *page.EventFrameDetached,
+		*page.EventFrameNavigated, *page.EventFrameAttached, *page.EventNavigatedWithinDocument:
+		changed = s.onFrameEvent(now, ev)
+	case *network.EventRequestWillBeSent, *network.EventResponseReceived, *network.EventDataReceived,
+		*network.EventLoadingFinished, *network.EventLoadingFailed:
+		changed = s.onNetworkEvent(now, ev)
+	case *target.EventAttachedToTarget, *target.EventDetachedFromTarget, *target.EventTargetCreated:
+		changed = s.onTargetEvent(now, ev)
+	case *runtime.EventBindingCalled, *runtime.EventExecutionContextCreated,
+		*runtime.EventExecutionContextDestroyed, *runtime.EventExecutionContextsCleared:
+		changed = s.onRuntimeEvent(now, ev)
+	default:
+		changed = s.onPageEvent(ev)
+	}
+	if changed {
+		poke(s.changed)
+	}
+}
+
+// onScreencastFrame records a screencast frame: a frame drawn, unless a
+// capture or the input's own redraw drew it. It reports whether settling
+// must look again, as the other on* steps do.
+func (s *pageState) onScreencastFrame(now time.Time, ev *page.EventScreencastFrame) bool {
+	s.pendingAcks = append(s.pendingAcks, ev.SessionID)
+	poke(s.ackWake)
+	if s.capturing {
+		return false
+	}
+	if s.skipFrame {
+		s.skipFrame = false
+		return false
+	}
+	s.frames++
+	s.lastFrame = now
+	return true
+}
+
+// onFrameEvent records a frame of the page loading, navigating, attaching
+// or detaching.
+func (s *pageState) onFrameEvent(now time.Time, ev any) bool {
+	switch ev := ev.(type) {
 	case *page.EventFrameStartedLoading:
 		s.loading[ev.FrameID] = true
 		s.lastActivity = now
@@ -171,10 +203,11 @@ func (s *pageState) event(now time.Time, ev any) {
 	case *page.EventFrameDetached:
 		delete(s.loading, ev.FrameID)
 	case *page.EventFrameNavigated:
-		if ev.Frame != nil {
-			s.frameIDs[ev.Frame.ID] = true
+		if ev.Frame == nil {
+			break
 		}
-		if ev.Frame != nil && ev.Frame.ParentID == "" {
+		s.frameIDs[ev.Frame.ID] = true
+		if ev.Frame.ParentID == "" {
 			s.mainFrame = ev.Frame.ID
 			s.url = ev.Frame.URL + ev.Frame.URLFragment
 			s.chooser = nil
@@ -185,9 +218,16 @@ func (s *pageState) event(now time.Time, ev any) {
 		if ev.FrameID == s.mainFrame {
 			s.url = ev.URL
 		}
+	}
+	return true
+}
+
+// onNetworkEvent tracks the requests in flight.
+func (s *pageState) onNetworkEvent(now time.Time, ev any) bool {
+	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
 		if ev.Request == nil || ignoredRequest(ev.Type, ev.Request.URL) || s.isRemote(ev.FrameID) {
-			return
+			return false
 		}
 		r, ok := s.requests[ev.RequestID]
 		if !ok {
@@ -200,7 +240,7 @@ func (s *pageState) event(now time.Time, ev any) {
 	case *network.EventResponseReceived:
 		r, ok := s.requests[ev.RequestID]
 		if !ok || ev.Response == nil {
-			return
+			return false
 		}
 		r.response, r.got, r.want, r.lastData = true, 0, contentLength(ev.Response.Headers), now
 		s.requests[ev.RequestID] = r
@@ -208,7 +248,7 @@ func (s *pageState) event(now time.Time, ev any) {
 	case *network.EventDataReceived:
 		r, ok := s.requests[ev.RequestID]
 		if !ok {
-			return
+			return false
 		}
 		r.got += ev.DataLength
 		r.lastData = now
@@ -216,6 +256,18 @@ func (s *pageState) event(now time.Time, ev any) {
 		if done, _ := r.bodyRead(now); done {
 			s.finish(now, ev.RequestID)
 		}
+	case *network.EventLoadingFinished:
+		s.finish(now, ev.RequestID)
+	case *network.EventLoadingFailed:
+		s.finish(now, ev.RequestID)
+	}
+	return true
+}
+
+// onTargetEvent follows cross-site iframes that move to a process of
+// their own, and records the page targets that open.
+func (s *pageState) onTargetEvent(now time.Time, ev any) bool {
+	switch ev := ev.(type) {
 	case *target.EventAttachedToTarget:
 		// A cross-site iframe moved to a process of its own: what it
 		// loads from now on is reported to its own session.
@@ -230,33 +282,28 @@ func (s *pageState) event(now time.Time, ev any) {
 			delete(s.loading, f)
 			s.lastActivity = now
 		}
+		return true
 	case *target.EventDetachedFromTarget:
 		delete(s.remote, ev.SessionID)
-		return
+	case *target.EventTargetCreated:
+		if ev.TargetInfo != nil && ev.TargetInfo.Type == "page" && ev.TargetInfo.OpenerID != "" {
+			s.opened = append(s.opened, *ev.TargetInfo)
+		}
+	}
+	return false
+}
+
+// onRuntimeEvent tracks the short-timer counts of the page's documents
+// (timers.go) and the execution contexts they belong to.
+func (s *pageState) onRuntimeEvent(now time.Time, ev any) bool {
+	switch ev := ev.(type) {
 	case *runtime.EventBindingCalled:
-		if ev.Name != timerBinding {
-			return
-		}
-		n, err := strconv.Atoi(ev.Payload)
-		if err != nil || n < 0 {
-			return
-		}
-		c := s.timers[ev.ExecutionContextID]
-		switch {
-		case n == 0:
-			delete(s.timers, ev.ExecutionContextID)
-			s.lastActivity = now
-		case c.n == 0:
-			s.timers[ev.ExecutionContextID] = timerCount{n: n, since: now}
-		default:
-			c.n = n
-			s.timers[ev.ExecutionContextID] = c
-		}
+		return s.onTimerCount(now, ev)
 	case *runtime.EventExecutionContextCreated:
 		if ev.Context != nil {
 			s.contexts[ev.Context.UniqueID] = ev.Context.ID
 		}
-		return
+		return false
 	case *runtime.EventExecutionContextDestroyed:
 		if id, ok := s.contexts[ev.ExecutionContextUniqueID]; ok {
 			delete(s.contexts, ev.ExecutionContextUniqueID)
@@ -265,10 +312,36 @@ func (s *pageState) event(now time.Time, ev any) {
 	case *runtime.EventExecutionContextsCleared:
 		clear(s.contexts)
 		clear(s.timers)
-	case *network.EventLoadingFinished:
-		s.finish(now, ev.RequestID)
-	case *network.EventLoadingFailed:
-		s.finish(now, ev.RequestID)
+	}
+	return true
+}
+
+// onTimerCount records a document's count of short timers.
+func (s *pageState) onTimerCount(now time.Time, ev *runtime.EventBindingCalled) bool {
+	if ev.Name != timerBinding {
+		return false
+	}
+	n, err := strconv.Atoi(ev.Payload)
+	if err != nil || n < 0 {
+		return false
+	}
+	c := s.timers[ev.ExecutionContextID]
+	switch {
+	case n == 0:
+		delete(s.timers, ev.ExecutionContextID)
+		s.lastActivity = now
+	case c.n == 0:
+		s.timers[ev.ExecutionContextID] = timerCount{n: n, since: now}
+	default:
+		c.n = n
+		s.timers[ev.ExecutionContextID] = c
+	}
+	return true
+}
+
+// onPageEvent records dialogs, file choosers, drags and crashes.
+func (s *pageState) onPageEvent(ev any) bool {
+	switch ev := ev.(type) {
 	case *page.EventJavascriptDialogOpening:
 		s.dialog = &screen.Dialog{Type: string(ev.Type), Message: ev.Message, DefaultPrompt: ev.DefaultPrompt, URL: ev.URL}
 		s.dialogSeen++
@@ -277,11 +350,6 @@ func (s *pageState) event(now time.Time, ev any) {
 		s.dialog = nil
 		s.dialogCancel()
 		s.dialogCtx, s.dialogCancel = context.WithCancel(context.Background())
-	case *target.EventTargetCreated:
-		if ev.TargetInfo != nil && ev.TargetInfo.Type == "page" && ev.TargetInfo.OpenerID != "" {
-			s.opened = append(s.opened, *ev.TargetInfo)
-		}
-		return
 	case *page.EventFileChooserOpened:
 		c := *ev
 		s.chooser = &c
@@ -292,9 +360,9 @@ func (s *pageState) event(now time.Time, ev any) {
 		s.crashed = true
 		s.events = append(s.events, "the page crashed")
 	default:
-		return
+		return false
 	}
-	poke(s.changed)
+	return true
 }
 
 // isRemote reports whether the frame f runs in another process.
