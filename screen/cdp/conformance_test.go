@@ -2,18 +2,25 @@ package cdp_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
 )
 
 var _ screentest.Display = (*cdp.Display)(nil)
+
+// capabilities is what a cdp.Display declares to the conformance suite: all
+// of it, in either capture mode.
+const capabilities = screentest.Pages | screentest.Pointer | screentest.BackForward | screentest.Keys |
+	screentest.Keypad | screentest.Typing | screentest.Scroll | screentest.PixelRatio
 
 // conformance runs the display conformance suite on one browser, with a
 // display per device pixel ratio that wrap may wrap.
@@ -36,7 +43,7 @@ func conformance(t *testing.T, wrap func(*cdp.Display) screentest.Display) {
 			t.Errorf("Browser.Close() = %v", err)
 		}
 	})
-	screentest.Run(t, func(t *testing.T, o screentest.Options) (screentest.Display, bool) {
+	screentest.Run(t, capabilities, func(t *testing.T, o screentest.Options) screentest.Display {
 		cfg := cdp.DisplayConfig{Viewport: o.Viewport, DPR: o.DPR}
 		d, err := b.NewDisplay(t.Context(), cfg)
 		if err != nil {
@@ -47,7 +54,7 @@ func conformance(t *testing.T, wrap func(*cdp.Display) screentest.Display) {
 				t.Errorf("Display.Close() = %v", err)
 			}
 		})
-		return wrap(d), true
+		return wrap(d)
 	})
 }
 
@@ -65,6 +72,9 @@ type faulty struct {
 func (f *faulty) Perform(ctx context.Context, m screen.Mapped) error {
 	if f.fault == "offset" && m.HasAt {
 		m.At.X += 3 // a rounding or scaling error
+	}
+	if f.fault == "lost click" && m.Kind == actions.Click {
+		return fmt.Errorf("click: %w", screen.ErrUnsupported) // which the suite once skipped
 	}
 	return f.Display.Perform(ctx, m)
 }
@@ -99,6 +109,7 @@ func TestConformanceCatchesFaults(t *testing.T) {
 	}{
 		{"offset", "Perform(click at (37,211)): events (-want +got)"},
 		{"stale", "capture after a click at (0,0): pixel (0,0)"},
+		{"lost click", "Perform(click at (37,211)) = click: not supported by this display (the display declares Pointer, so it must perform it)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fault, func(t *testing.T) {

@@ -31,15 +31,21 @@ func ExampleFake() {
 	// 1 f0001 {1280 800} 2 {2560 1600} {1024 640} png
 }
 
-// A display backend's tests run the conformance suite with an Opener that
-// opens one of its displays for the viewport and pixel ratio asked for,
-// and says whether it shows web pages. (The suite needs a *testing.T, so
-// this example only shows the call.)
+// A display backend's tests run the conformance suite with the
+// capabilities its displays have, and an Opener that opens one of its
+// displays for the viewport and pixel ratio asked for. (The suite needs a
+// *testing.T, so this example only shows the call.)
 func ExampleRun() {
 	testConformance := func(t *testing.T) {
-		screentest.Run(t, func(t *testing.T, o screentest.Options) (screentest.Display, bool) {
-			return &screentest.Fake{Viewport: o.Viewport, DPR: o.DPR}, false // a web display returns true
+		caps := screentest.Pages | screentest.Pointer | screentest.Keys | screentest.Typing | screentest.Scroll | screentest.PixelRatio
+		screentest.Run(t, caps, func(t *testing.T, o screentest.Options) screentest.Display {
+			return openBrowserTab(t, o.Viewport, o.DPR)
 		})
 	}
 	_ = testConformance
+}
+
+// openBrowserTab stands for a backend's own way to open a display.
+func openBrowserTab(t *testing.T, vp screen.Size, dpr float64) screentest.Display {
+	return &screentest.Fake{Viewport: vp, DPR: dpr}
 }

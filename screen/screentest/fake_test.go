@@ -2,6 +2,8 @@ package screentest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,10 +13,24 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 )
 
-// The Fake shows no web pages, so it gets the checks of capture geometry.
+// fakeCaps is what the Fake declares: it shows no web pages (and refuses
+// Navigate in these tests), and performs every other action.
+const fakeCaps = Pointer | BackForward | Keys | Keypad | Typing | Scroll | PixelRatio
+
+// refuseNavigate makes a Fake refuse Navigate, as a display without pages
+// does.
+func refuseNavigate(m screen.Mapped) error {
+	if capabilityOf(m.Action) == Pages {
+		return fmt.Errorf("navigate: %w", screen.ErrUnsupported)
+	}
+	return nil
+}
+
+// The Fake shows no web pages, so it gets the checks of capture geometry
+// and of its declarations.
 func TestConformance(t *testing.T) {
-	Run(t, func(t *testing.T, o Options) (Display, bool) {
-		return &Fake{Viewport: o.Viewport, DPR: o.DPR}, false
+	Run(t, fakeCaps, func(t *testing.T, o Options) Display {
+		return &Fake{Viewport: o.Viewport, DPR: o.DPR, Fail: refuseNavigate}
 	})
 }
 
@@ -56,12 +72,59 @@ func (b broken) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Sh
 	return shot, err
 }
 
+// declarationFaults are displays whose declarations are wrong, or that
+// skip, by name: the capabilities they declare and the Fake's Fail.
+var declarationFaults = map[string]struct {
+	caps Capability
+	fail func(screen.Mapped) error
+	skip bool
+}{
+	// A display that lost click, but still declares it.
+	"lost click": {fakeCaps, func(m screen.Mapped) error {
+		if m.Kind == actions.Click && m.Button == actions.Left {
+			return fmt.Errorf("click: %w", screen.ErrUnsupported)
+		}
+		return refuseNavigate(m)
+	}, false},
+	// A display whose typing fails otherwise.
+	"broken typing": {fakeCaps, func(m screen.Mapped) error {
+		if m.Kind == actions.Type {
+			return errors.New("type: the keyboard is gone")
+		}
+		return refuseNavigate(m)
+	}, false},
+	// A display that scrolls, but does not declare it.
+	"undeclared scroll": {fakeCaps &^ Scroll, refuseNavigate, false},
+	// A display that undeclared keypad keys fail otherwise than with
+	// ErrUnsupported.
+	"keypad error": {fakeCaps &^ Keypad, func(m screen.Mapped) error {
+		if capabilityOf(m.Action) == Keypad {
+			return fmt.Errorf("%w: no such key", actions.ErrInvalid)
+		}
+		return refuseNavigate(m)
+	}, false},
+	// A display that navigates but shows no pages, and so must not
+	// accept Navigate.
+	"navigates blind": {fakeCaps, nil, false},
+	// An Opener that skips.
+	"skip": {fakeCaps, refuseNavigate, true},
+}
+
 // TestConformanceCatchesBrokenDisplays runs the suite on displays with a
 // fault each, in a child process, and checks that it fails and says why.
 func TestConformanceCatchesBrokenDisplays(t *testing.T) {
 	if fault := os.Getenv("SCREENTEST_FAULT"); fault != "" {
-		Run(t, func(t *testing.T, o Options) (Display, bool) {
-			return broken{&Fake{Viewport: o.Viewport, DPR: o.DPR}, fault}, false
+		if d, ok := declarationFaults[fault]; ok {
+			Run(t, d.caps, func(t *testing.T, o Options) Display {
+				if d.skip && o.DPR == 2 {
+					t.Skip("no DPR 2 here")
+				}
+				return &Fake{Viewport: o.Viewport, DPR: o.DPR, Fail: d.fail}
+			})
+			return
+		}
+		Run(t, fakeCaps, func(t *testing.T, o Options) Display {
+			return broken{&Fake{Viewport: o.Viewport, DPR: o.DPR, Fail: refuseNavigate}, fault}
 		})
 		return
 	}
@@ -76,6 +139,12 @@ func TestConformanceCatchesBrokenDisplays(t *testing.T) {
 		{"sent", "Frame.Sent = {901 600}, but the image is 900x600"},
 		{"device px", "Frame.Capture = {900 600}, want the clip [(0,0)-(900,600)] in device pixels, {1800 1200}"},
 		{"clip outside", "Frame.Clip [(0,0)-(910,600)] is not inside the 900x600 viewport"},
+		{"lost click", "Perform(click at (450,300)) = click: not supported by this display (the display declares Pointer, so it must perform it)"},
+		{"broken typing", `Perform(type "Hello, World! ~{}|<>?_+\nline 2 café ✓") = type: the keyboard is gone`},
+		{"undeclared scroll", "Perform(scroll at (450,300) by (0,100)) = <nil>, want an error wrapping screen.ErrUnsupported: the display does not declare Scroll"},
+		{"keypad error", "Perform(keypress Numpad5) = invalid action: no such key, want an error wrapping screen.ErrUnsupported: the display does not declare Keypad"},
+		{"navigates blind", "want an error wrapping screen.ErrUnsupported: the display does not declare Pages"},
+		{"skip", "DPR2 was skipped: the suite does not skip"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fault, func(t *testing.T) {
@@ -93,5 +162,22 @@ func TestConformanceCatchesBrokenDisplays(t *testing.T) {
 				t.Errorf("the suite failed a display with the fault %q, but did not say %q:\n%s", tt.fault, tt.want, out)
 			}
 		})
+	}
+}
+
+func TestCapabilityString(t *testing.T) {
+	tests := []struct {
+		in   Capability
+		want string
+	}{
+		{0, "none"},
+		{Pages, "Pages"},
+		{Pointer | Keys | Typing, "Pointer|Keys|Typing"},
+		{Scroll | 1<<20, "Scroll|0x100000"},
+	}
+	for _, tt := range tests {
+		if got := tt.in.String(); got != tt.want {
+			t.Errorf("Capability(%#x).String() = %q, want %q", uint(tt.in), got, tt.want)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -48,22 +47,19 @@ type Options struct {
 
 // An Opener opens a display for the suite with o's viewport and device
 // pixel ratio, and closes it when t ends (t.Cleanup). It fails t if the
-// display cannot be opened; it may skip t if the backend cannot provide o at
-// all (a desktop with a fixed pixel ratio).
-//
-// web reports whether the display shows web pages that Navigate can load.
-// Only then does the suite load its test pages and check what input does to
-// them and what captures show; a display of something else (a desktop) gets
-// the checks of capture geometry only.
-type Opener func(t *testing.T, o Options) (d Display, web bool)
+// display cannot be opened. It must not skip t: what a backend cannot do it
+// leaves out of the capabilities it declares to Run, and the suite fails
+// if a display it asked for was skipped.
+type Opener func(t *testing.T, o Options) Display
 
 // viewport is the CSS size of the displays the suite opens. It is not a
 // common screen size, so that a backend that assumes one fails.
 var viewport = screen.Size{W: 900, H: 600}
 
-// Run checks that the displays open makes behave as the harness expects.
-// It opens two, of 900x600 CSS pixels at device pixel ratios 1 and 2, and
-// checks:
+// Run checks that the displays open makes behave as the harness expects,
+// given caps, the capabilities the backend declares (see Capability). It
+// opens a display of 900x600 CSS pixels at device pixel ratio 1 and, with
+// PixelRatio, another at 2, and checks:
 //
 //   - Capture: of every capture, full, scaled, JPEG or of a region (zoom),
 //     the image is exactly CaptureOptions.Size (or the clip's CSS size), in
@@ -71,7 +67,7 @@ var viewport = screen.Size{W: 900, H: 600}
 //     size, the Clip lies inside the Viewport, Capture is the Clip in device
 //     pixels, Time never goes back) and has an ID no other frame has.
 //
-// and, for a web display, on pages the suite serves itself:
+// and, with Pages, on pages the suite serves itself:
 //
 //   - Capture, again: the page sees the viewport and pixel ratio asked for,
 //     and each capture shows a known pattern where it is;
@@ -88,22 +84,37 @@ var viewport = screen.Size{W: 900, H: 600}
 //     it, by about the distance asked for, and the next capture shows it;
 //     Frame.Scroll is the page's scroll offset.
 //
+// Without Pages, the suite checks that the display refuses Navigate, and
+// performs the actions of each declared input capability without an error
+// (it cannot see their effect). Whatever the display, an action of a
+// declared capability that fails, fails the suite, and an action of an
+// undeclared one must fail with an error wrapping screen.ErrUnsupported.
+// Nothing in the suite skips.
+//
 // A page reports its events by posting them to the suite's server, so the
 // suite needs no way to run script in the page; it relies on Capture
 // waiting for the network to be quiet, and reads the events as soon as a
-// capture returns. A Perform that fails with an error wrapping
-// screen.ErrUnsupported skips the check that needed it. Subtests share one
-// page load per group, so they are meant to run in order.
-func Run(t *testing.T, open Opener) {
+// capture returns. Subtests share one page load per group, so they are
+// meant to run in order.
+func Run(t *testing.T, caps Capability, open Opener) {
 	t.Helper()
+	t.Logf("the display declares %s", caps)
 	srv := startServer(t)
 	for _, dpr := range []float64{1, 2} {
-		t.Run(fmt.Sprintf("DPR%g", dpr), func(t *testing.T) {
+		name := fmt.Sprintf("DPR%g", dpr)
+		if dpr != 1 && caps&PixelRatio == 0 {
+			t.Logf("%s: not run, the display does not declare %s", name, PixelRatio)
+			continue
+		}
+		var sub *testing.T
+		t.Run(name, func(t *testing.T) {
+			sub = t
 			o := Options{Viewport: viewport, DPR: dpr, Pages: srv.url}
-			d, web := open(t, o)
-			c := &checker{d: d, o: o, srv: srv, ids: map[string]string{}}
+			c := &checker{d: open(t, o), o: o, caps: caps, srv: srv, ids: map[string]string{}}
+			web := caps&Pages != 0
 			t.Run("Capture", c.captures(web))
 			if !web {
+				t.Run("Input", c.blindInput)
 				return
 			}
 			t.Run("Pointer", c.pointer)
@@ -113,14 +124,18 @@ func Run(t *testing.T, open Opener) {
 			}
 			t.Run("Scroll", c.scroll)
 		})
+		if sub != nil && sub.Skipped() {
+			t.Errorf("%s was skipped: the suite does not skip; leave what the display cannot do out of the capabilities it declares", name)
+		}
 	}
 }
 
 // checker runs the checks on one display. Its subtests run one at a time.
 type checker struct {
-	d   Display
-	o   Options
-	srv *server
+	d    Display
+	o    Options
+	caps Capability
+	srv  *server
 
 	ids      map[string]string // frame IDs seen, and the capture that made each
 	lastTime time.Time         // Frame.Time of the latest capture
@@ -309,6 +324,9 @@ func inCell(v, cell, margin float64) bool {
 // pointer checks mouse input on input.html.
 func (c *checker) pointer(t *testing.T) {
 	c.load(t, "input.html")
+	if !c.needs(t, Pointer) {
+		return
+	}
 	vp := c.o.Viewport
 	t.Run("click lands on the pixel", func(t *testing.T) {
 		points := []actions.Point{{X: 37, Y: 211}, {X: 0, Y: 0}, {X: 450, Y: 300}, {X: float64(vp.W - 1), Y: float64(vp.H - 1)}}
@@ -374,6 +392,9 @@ func (c *checker) pointer(t *testing.T) {
 				p := actions.Pt(200, 250)
 				a := click(p)
 				a.Button = tt.button
+				if !c.needs(t, capabilityOf(a), a) {
+					return
+				}
 				c.do(t, a)
 				c.settle(t)
 				got := mouseFields(only(c.events(t), "mousedown", "mouseup"))
@@ -518,6 +539,9 @@ func (c *checker) pointer(t *testing.T) {
 // keys checks Keypress and HoldKey on input.html, with the focus on #keys.
 func (c *checker) keys(t *testing.T) {
 	c.load(t, "input.html")
+	if !c.needs(t, Keys) {
+		return
+	}
 	c.do(t, click(keysPoint))
 	c.settle(t)
 	c.events(t)
@@ -555,8 +579,8 @@ func (c *checker) keys(t *testing.T) {
 	})
 
 	t.Run("named keys", func(t *testing.T) {
-		// One settle for all keys; a key the display does not support is
-		// left out (and logged).
+		// One settle for all keys. The keypad's keys are left out unless
+		// the display declares Keypad, and then must be refused.
 		var want []keyEvent
 		for _, k := range []actions.Key{"Enter", "Escape", "Space", "Tab", "Backspace", "ArrowLeft", "PageDown", "Home", "F2", "Numpad5", "NumpadAdd", "a", "/"} {
 			info, ok := actions.LookupKey(k)
@@ -564,14 +588,10 @@ func (c *checker) keys(t *testing.T) {
 				t.Fatalf("actions.LookupKey(%q) = false", k)
 			}
 			a := actions.Action{Kind: actions.Keypress, Keys: actions.Chord{k}}
-			err := c.d.Perform(t.Context(), screen.Mapped{Action: a})
-			if errors.Is(err, screen.ErrUnsupported) {
-				t.Logf("Perform(%s) = %v: not checked", describe(a), err)
+			if !c.needs(t, capabilityOf(a), a) {
 				continue
 			}
-			if err != nil {
-				t.Fatalf("Perform(%s) = %v", describe(a), err)
-			}
+			c.do(t, a)
 			want = append(want,
 				keyEvent{Type: "keydown", Key: info.DOMKey, Code: info.Code, Location: info.Location},
 				keyEvent{Type: "keyup", Key: info.DOMKey, Code: info.Code, Location: info.Location})
@@ -614,6 +634,9 @@ func (c *checker) keys(t *testing.T) {
 // typing checks Type into the text area of input.html.
 func (c *checker) typing(t *testing.T) {
 	c.load(t, "input.html")
+	if !c.needs(t, Typing) {
+		return
+	}
 	c.do(t, click(textPoint))
 	c.settle(t)
 	if clicks := only(c.events(t), "click"); len(clicks) != 1 || clicks[0].Target != "text" {
@@ -663,6 +686,9 @@ func (c *checker) typing(t *testing.T) {
 // scroll checks that the wheel scrolls what is under the pointer.
 func (c *checker) scroll(t *testing.T) {
 	c.load(t, "input.html")
+	if !c.needs(t, Scroll) {
+		return
+	}
 	var state event // the latest scroll offsets the page reported
 	// scrolled performs a scroll and returns the capture after it and the
 	// page's scroll offsets.
@@ -775,16 +801,34 @@ func (c *checker) do(t *testing.T, a actions.Action) {
 	c.perform(t, screen.Mapped{Action: a})
 }
 
-// perform performs m. It skips t if the display does not support m, and
-// fails it on any other error.
+// perform performs m, and fails t on any error: the checks perform only
+// actions of declared capabilities (see needs).
 func (c *checker) perform(t *testing.T, m screen.Mapped) {
 	t.Helper()
-	err := c.d.Perform(t.Context(), m)
-	if errors.Is(err, screen.ErrUnsupported) {
-		t.Skipf("Perform(%s) = %v", describe(m.Action), err)
+	if err := c.d.Perform(t.Context(), m); err != nil {
+		t.Fatalf("Perform(%s) = %v%s", describe(m.Action), err, c.unsupportedHint(m.Action, err))
 	}
-	if err != nil {
-		t.Fatalf("Perform(%s) = %v", describe(m.Action), err)
+}
+
+// blindInput checks a display without Pages: it refuses Navigate, and
+// performs the probes of each declared input capability without an error
+// (and refuses those of the others). A capture after each group checks
+// that the display still answers.
+func (c *checker) blindInput(t *testing.T) {
+	for _, k := range []Capability{Pages, Pointer, BackForward, Keys, Keypad, Typing, Scroll} {
+		t.Run(k.String(), func(t *testing.T) {
+			if k == Pages {
+				c.needs(t, Pages) // never declared here: Run checks pages with Pages
+				return
+			}
+			if !c.needs(t, k) {
+				return
+			}
+			for _, a := range c.probes(k) {
+				c.do(t, a)
+			}
+			c.settle(t)
+		})
 	}
 }
 
