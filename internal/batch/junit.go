@@ -2,69 +2,14 @@ package batch
 
 import (
 	"cmp"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/spotter-harness/spotter/internal/junit"
 )
-
-// The JUnit XML that CI systems read (Jenkins, GitLab, GitHub actions that
-// publish test reports): the Ant format, with every attribute the common
-// schemas require.
-
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
-	Timestamp  string          `xml:"timestamp,attr"`
-	Hostname   string          `xml:"hostname,attr"`
-	ID         int             `xml:"id,attr"`
-	Package    string          `xml:"package,attr"`
-	Properties []junitProperty `xml:"properties>property"`
-	Cases      []junitCase     `xml:"testcase"`
-}
-
-type junitProperty struct {
-	Name  string `xml:"name,attr"`
-	Value string `xml:"value,attr"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Skipped   *junitProblem `xml:"skipped"`
-	Error     *junitProblem `xml:"error"`
-	Failure   *junitProblem `xml:"failure"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitProblem struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
-}
-
-// maxMessage bounds a failure's message attribute; the element's text
-// holds the whole error.
-const maxMessage = 1000
 
 // writeJUnit writes s as one testsuite with a testcase per job. Paths in
 // system-out are absolute: dir is the batch directory's absolute path. The
@@ -75,25 +20,25 @@ func writeJUnit(w io.Writer, s Summary, dir, hostname string) error {
 	if len(s.Attempts) > 0 {
 		started = s.Attempts[0].Started
 	}
-	suite := junitSuite{
-		Name: s.Name, Tests: s.Total, Failures: s.Failed, Errors: s.Errors, Skipped: s.Skipped,
-		Time:      seconds(elapsed),
-		Timestamp: started.UTC().Format("2006-01-02T15:04:05"),
+	suite := junit.Suite{
+		Name:      s.Name,
+		Time:      junit.Seconds(elapsed),
+		Timestamp: junit.Timestamp(started),
 		Hostname:  hostname,
 		Package:   s.Name,
-		Properties: []junitProperty{
-			{"isolation", string(s.Isolation)},
-			{"parallel", strconv.Itoa(s.Parallel)},
-			{"reused", strconv.Itoa(s.Reused)},
-			{"runs", strconv.Itoa(max(len(s.Attempts), 1))},
+		Properties: []junit.Property{
+			{Name: "isolation", Value: string(s.Isolation)},
+			{Name: "parallel", Value: strconv.Itoa(s.Parallel)},
+			{Name: "reused", Value: strconv.Itoa(s.Reused)},
+			{Name: "runs", Value: strconv.Itoa(max(len(s.Attempts), 1))},
 		},
 	}
 	if s.Shard != "" {
 		suite.Name += " shard " + s.Shard
-		suite.Properties = append(suite.Properties, junitProperty{"shard", s.Shard})
+		suite.Properties = append(suite.Properties, junit.Property{Name: "shard", Value: s.Shard})
 	}
 	for _, j := range s.Jobs {
-		c := junitCase{Name: j.ID, Classname: s.Name, Time: seconds(j.Duration)}
+		c := junit.Case{Name: j.ID, Classname: s.Name, Time: junit.Seconds(j.Duration)}
 		var out strings.Builder
 		if j.Task != j.ID {
 			fmt.Fprintf(&out, "task: %s\n", j.Task)
@@ -112,7 +57,7 @@ func writeJUnit(w io.Writer, s Summary, dir, hostname string) error {
 		}
 		fmt.Fprintf(&out, "trace: %s\n", filepath.Join(dir, j.Dir))
 		c.SystemOut = out.String()
-		problem := &junitProblem{Message: clip(j.Error, maxMessage), Type: cmp.Or(string(j.Stop), "failure"), Text: j.Error}
+		problem := &junit.Problem{Message: j.Error, Type: cmp.Or(string(j.Stop), "failure"), Text: j.Error}
 		switch j.Status {
 		case Failed:
 			c.Failure = problem
@@ -120,25 +65,9 @@ func writeJUnit(w io.Writer, s Summary, dir, hostname string) error {
 			problem.Type = "error"
 			c.Error = problem
 		case Skipped:
-			c.Skipped = &junitProblem{Message: clip(j.Error, maxMessage)}
+			c.Skipped = &junit.Problem{Message: j.Error}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
-	doc := junitSuites{Name: s.Name, Tests: s.Total, Failures: s.Failed, Errors: s.Errors, Skipped: s.Skipped,
-		Time: suite.Time, Suites: []junitSuite{suite}}
-	if _, err := io.WriteString(w, xml.Header); err != nil {
-		return err
-	}
-	e := xml.NewEncoder(w)
-	e.Indent("", "  ")
-	if err := e.Encode(doc); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
-}
-
-// seconds formats d as JUnit's time: decimal seconds.
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+	return junit.Write(w, junit.Suites{Name: s.Name, Time: suite.Time, Suites: []junit.Suite{suite}})
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/image/font/basicfont"
 
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/internal/junit"
 	"github.com/spotter-harness/spotter/internal/replay"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
@@ -179,7 +180,7 @@ func TestJUnitAndReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, JUnitFile))
-	var doc junitSuites
+	var doc junit.Suites
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("junit.xml does not parse: %v\n%s", err, b)
 	}

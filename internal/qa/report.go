@@ -2,7 +2,6 @@ package qa
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"html/template"
 	"image"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/junit"
 	"github.com/spotter-harness/spotter/internal/replay"
 )
 
@@ -158,45 +158,13 @@ func ring(img *image.RGBA, cx, cy, r int, c color.RGBA) {
 	}
 }
 
-// JUnit XML, in the schema CI systems read.
-type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
-}
-
-type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Time      string      `xml:"time,attr"`
-	Timestamp string      `xml:"timestamp,attr"`
-	Cases     []junitCase `xml:"testcase"`
-}
-
-type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	Classname string        `xml:"classname,attr"`
-	File      string        `xml:"file,attr,omitempty"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitFailure `xml:"failure"`
-	SystemOut string        `xml:"system-out,omitempty"`
-}
-
-type junitFailure struct {
-	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
-}
-
+// writeJUnit writes the suite to path as JUnit XML: one testsuite, a
+// testcase per test with its checks in system-out and, when it failed, the
+// first line of why as the failure's message.
 func writeJUnit(path string, s Suite) error {
-	suite := junitSuite{Name: "spotter", Tests: len(s.Tests), Failures: s.Failed, Time: seconds(s.Elapsed),
-		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05")}
+	suite := junit.Suite{Name: "spotter", Time: junit.Seconds(s.Elapsed), Timestamp: junit.Timestamp(time.Now())}
 	for _, t := range s.Tests {
-		c := junitCase{Name: t.Name, Classname: "spotter.qa", File: t.File, Time: seconds(t.Elapsed)}
+		c := junit.Case{Name: t.Name, Classname: "spotter.qa", File: t.File, Time: junit.Seconds(t.Elapsed)}
 		var out strings.Builder
 		for _, ch := range t.Checks {
 			status := "ok"
@@ -211,22 +179,19 @@ func writeJUnit(path string, s Suite) error {
 		c.SystemOut = out.String()
 		if !t.OK {
 			first, _, _ := strings.Cut(t.Failure, "\n")
-			c.Failure = &junitFailure{Message: first, Type: "failure", Text: t.Failure}
+			c.Failure = &junit.Problem{Message: first, Type: "failure", Text: t.Failure}
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
-	doc := junitSuites{Tests: len(s.Tests), Failures: s.Failed, Time: seconds(s.Elapsed), Suites: []junitSuite{suite}}
-	b, err := xml.MarshalIndent(doc, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := junit.Write(&b, junit.Suites{Time: suite.Time, Suites: []junit.Suite{suite}}); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644)
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
-
-func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"dur":   func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() },
