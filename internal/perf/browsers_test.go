@@ -110,21 +110,34 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireIntegration skips tb unless SPOTTER_INTEGRATION=1 and
-// SPOTTER_PERF=1: this package measures candidate capture paths, some of
-// them rejected for being stale or unreliable, so it runs with make bench
-// rather than in every test run. When both are set, a missing browser fails
-// tb.
+// requireIntegration skips tb unless SPOTTER_INTEGRATION=1; then a missing
+// browser fails tb. The tests check that the capture paths Spotter uses
+// make the right pictures, and run in make test; see requirePerf for the
+// rest.
 func requireIntegration(tb testing.TB) {
 	tb.Helper()
-	if os.Getenv("SPOTTER_INTEGRATION") != "1" || os.Getenv("SPOTTER_PERF") != "1" {
-		tb.Skip("set SPOTTER_INTEGRATION=1 and SPOTTER_PERF=1 to measure capture paths on a real Chromium")
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		tb.Skip("set SPOTTER_INTEGRATION=1 to check capture paths on a real Chromium")
 	}
 	for _, exe := range []string{chromiumPath, shellPath} {
 		if _, err := os.Stat(exe); err != nil {
 			tb.Fatalf("SPOTTER_INTEGRATION=1 needs %s: %v", exe, err)
 		}
 	}
+}
+
+// perfEnabled reports whether SPOTTER_PERF=1: the timings, and the checks
+// of the candidate paths Spotter rejected (for being stale, slow or
+// unreliable), run only then, with make bench.
+func perfEnabled() bool { return os.Getenv("SPOTTER_PERF") == "1" }
+
+// requirePerf skips tb unless SPOTTER_INTEGRATION=1 and SPOTTER_PERF=1.
+func requirePerf(tb testing.TB) {
+	tb.Helper()
+	if !perfEnabled() {
+		tb.Skip("set SPOTTER_INTEGRATION=1 and SPOTTER_PERF=1 to measure capture paths on a real Chromium")
+	}
+	requireIntegration(tb)
 }
 
 // browserCtx returns the chromedp context of the shared browser of kind k,
@@ -450,7 +463,7 @@ document.getElementById("b").addEventListener("click", e => {
 // launch to its first answer over chromedp's pipe, interleaved, and logs p50
 // and p95.
 func BenchmarkBrowserStart(b *testing.B) {
-	requireIntegration(b)
+	requirePerf(b)
 	const starts = 15
 	var samples [numKinds][]time.Duration
 	for range b.N {

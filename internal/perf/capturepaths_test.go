@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,8 @@ type capturePath struct {
 	shot shotFunc // capture of the current state; nil for paths that only exist after input
 	step stepFunc // nil means click, then shot
 
+	mode string // the screen/cdp capture mode that takes its pictures this way; "" for a candidate Spotter does not use
+
 	inCapture  bool // measured in the capture table
 	inStep     bool // measured in the step table
 	mayBeStale bool // its image can predate the click: count stale images instead of failing
@@ -126,7 +129,7 @@ var paths = []*capturePath{
 		about: "Page.captureScreenshot{clip: viewport, scale: sent/(css*dpr)}",
 	},
 	{
-		name: "clip fast", kind: chromium, shot: clipShot(true), inCapture: true, inStep: true,
+		name: "clip fast", kind: chromium, shot: clipShot(true), inCapture: true, inStep: true, mode: "screencast",
 		about: "clip with optimizeForSpeed: true",
 	},
 	{
@@ -154,7 +157,7 @@ var paths = []*capturePath{
 		about: "headless shell, HeadlessExperimental.beginFrame{screenshot}; step: frames until no damage, then the screenshot frame",
 	},
 	{
-		name: "frame fast", kind: headlessShell, shot: frameShot(true), step: frameStep(true, true), inCapture: true, inStep: true,
+		name: "frame fast", kind: headlessShell, shot: frameShot(true), step: frameStep(true, true), inCapture: true, inStep: true, mode: "frame control",
 		about: "frame with screenshot.optimizeForSpeed: true",
 	},
 	{
@@ -162,7 +165,7 @@ var paths = []*capturePath{
 		about: "frame fast without the settle frames: click, then one beginFrame{screenshot}",
 	},
 	{
-		name: "frame clip", kind: headlessShell, role: roleClip, shot: pumpedClipShot, inCapture: true, inStep: true,
+		name: "frame clip", kind: headlessShell, role: roleClip, shot: pumpedClipShot, inCapture: true, inStep: true, mode: "frame control, regions",
 		about: "headless shell, Page.captureScreenshot (clip fast) while beginFrame runs frames until it returns",
 	},
 	{
@@ -502,13 +505,22 @@ func near(a, b color.RGBA) bool {
 	return d(a.R, b.R) <= tolerance && d(a.G, b.G) <= tolerance && d(a.B, b.B) <= tolerance
 }
 
-// TestCapturePaths checks every path's images: the requested size and
-// format, the whole page, and after a click the page's new state. Paths that
-// may return a frame from before the click only log it.
+// TestCapturePaths checks the images of the paths Spotter's capture modes
+// use and, with SPOTTER_PERF=1, of every candidate path: the requested
+// size and format, the whole page, and after a click the page's new state.
+// Paths that may return a frame from before the click only log it.
 func TestCapturePaths(t *testing.T) {
 	requireIntegration(t)
+	checked := paths
+	if !perfEnabled() {
+		checked = slices.DeleteFunc(slices.Clone(paths), func(p *capturePath) bool { return p.mode == "" })
+		t.Logf("checking the %d paths Spotter uses; SPOTTER_PERF=1 checks the %d candidates too", len(checked), len(paths)-len(checked))
+	}
+	if len(checked) == 0 {
+		t.Fatal("no capture path is marked with the mode that uses it")
+	}
 	pool := newTabPool(t)
-	for _, p := range paths {
+	for _, p := range checked {
 		t.Run(p.name, func(t *testing.T) {
 			for _, v := range testVariants {
 				pg := pool.get(t, p.tabKey(v))
@@ -718,7 +730,7 @@ type config struct {
 //
 //	SPOTTER_INTEGRATION=1 go test ./internal/perf/ -run '^$' -bench CapturePaths/capture -benchtime 1x -timeout 120m -v -capture.out /tmp/capture.md
 func BenchmarkCapturePaths(b *testing.B) {
-	requireIntegration(b)
+	requirePerf(b)
 	pool := newTabPool(b)
 	var out strings.Builder
 	b.Run("capture", func(b *testing.B) {
