@@ -366,6 +366,7 @@ type Display struct {
 	page       pw.Page
 	bctxClosed bool
 	state      *pageState
+	cdp        pw.CDPSession // with page, for hit-tests; opened by the first
 
 	// busy holds a token while a goroutine runs Playwright calls, so that
 	// a call left behind by a canceled context ends before the next starts.

@@ -1,0 +1,461 @@
+package playwright
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	pw "github.com/playwright-community/playwright-go"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// hitTestTimeout bounds a whole HitTest or Focused call, however many
+// frames it descends into.
+const hitTestTimeout = 5 * time.Second
+
+// maxFrameDepth bounds how many iframes a hit-test enters from outside.
+const maxFrameDepth = 4
+
+// hitWorld names the isolated world that hit-tests run in: its globals and
+// DOM wrappers are its own, so a page that overrides
+// document.elementFromPoint, or defines throwing getters on its elements,
+// does not change what a hit-test sees. Playwright's own evaluation runs in
+// the page's main world, so the hit-test goes through a CDP session of the
+// page (Chromium only, launched or connected).
+const hitWorld = "spotter-hittest"
+
+// HitTest returns the element that a click at p (CSS px of the viewport)
+// would reach, as approval rules and secret-field detection need it, the
+// same way screen/cdp's Display does (the script is the same): the nearest
+// interactive ancestor of the element under p (for a label, its control),
+// or that element itself, descending into open shadow roots and iframes:
+// same-origin ones from the page, cross-origin ones in the page's process
+// and out-of-process ones (of another site) through their own sessions.
+//
+// Target.Name is the element's accessible name; values typed into fields
+// are never read. HitTest reads the page and changes nothing; it waits for
+// a Perform or Capture in progress and takes at most 5s (less if ctx
+// says so). A page that does not answer in time gives an error wrapping
+// ErrUnresponsive, and a gone display one wrapping screen.ErrGone.
+func (d *Display) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
+	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+		return screen.Target{}, fmt.Errorf("hit-test at %v: %w: not a finite point", p, actions.ErrInvalid)
+	}
+	t, err := d.inspect(ctx, "point", p)
+	if err != nil {
+		return screen.Target{}, fmt.Errorf("hit-test at %v: %w", p, err)
+	}
+	return t, nil
+}
+
+// Focused returns the element that has the keyboard focus, where typed
+// text goes, descending as HitTest does. With no focused element it
+// returns the zero Target. It is bounded as HitTest is.
+func (d *Display) Focused(ctx context.Context) (screen.Target, error) {
+	t, err := d.inspect(ctx, "focus", actions.Point{})
+	if err != nil {
+		return screen.Target{}, fmt.Errorf("focused element: %w", err)
+	}
+	return t, nil
+}
+
+// inspect runs the hit-test script in mode in the page's main frame and,
+// while it lands on an iframe it cannot enter from there, in that frame.
+func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (screen.Target, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var t screen.Target
+	err := d.run(ctx, hitTestTimeout, func(context.Context) error {
+		s, err := d.cdpSession()
+		if err != nil {
+			return err
+		}
+		var tree struct {
+			FrameTree struct {
+				Frame struct {
+					ID string `json:"id"`
+				} `json:"frame"`
+			} `json:"frameTree"`
+		}
+		if err := cdpCall(s, "Page.getFrameTree", nil, &tree); err != nil {
+			return err
+		}
+		frame := tree.FrameTree.Frame.ID
+		if frame == "" {
+			return errors.New("the page has no main frame")
+		}
+		for depth := 0; ; depth++ {
+			h, err := inspectFrame(s, frame, hitExpr(mode, p.X, p.Y), depth > 0)
+			if err != nil {
+				return err
+			}
+			t = h.Target
+			if h.Cross == nil || depth >= maxFrameDepth {
+				return nil
+			}
+			// An iframe whose document this world cannot reach: go on
+			// inside it, with the point in its coordinates. If that
+			// fails, the iframe as seen from outside is the answer.
+			child, err := frameOf(s, frame, hitExpr(mode, p.X, p.Y))
+			if err != nil || child == "" {
+				return nil
+			}
+			if _, err := isolatedWorld(s, child); err != nil {
+				// Out of the page's process: through a session of its own.
+				fs, err := d.frameSession(child)
+				if err != nil {
+					return nil
+				}
+				defer fs.Detach() //nolint:errcheck // a frame that went away has nothing left to detach
+				s = fs
+			}
+			frame, p = child, actions.Pt(h.Cross.X, h.Cross.Y)
+		}
+	})
+	if err != nil {
+		return screen.Target{}, err
+	}
+	return t, nil
+}
+
+// cdpSession returns the display's CDP session with its page, opening it
+// the first time. It runs in a call of d.run.
+func (d *Display) cdpSession() (pw.CDPSession, error) {
+	if d.cdp != nil {
+		return d.cdp, nil
+	}
+	s, err := d.bctx.NewCDPSession(d.page)
+	if err != nil {
+		return nil, fmt.Errorf("open a CDP session with the page: %w", err)
+	}
+	d.cdp = s
+	return s, nil
+}
+
+// frameSession returns a CDP session with the out-of-process iframe whose
+// frame id is id, which the caller must detach. Playwright opens sessions
+// with frames, not with frame ids: each frame of the page that has a
+// session of its own (an out-of-process one) is asked for its id.
+func (d *Display) frameSession(id string) (pw.CDPSession, error) {
+	for _, f := range d.page.Frames() {
+		if f == d.page.MainFrame() {
+			continue
+		}
+		s, err := d.bctx.NewCDPSession(f)
+		if err != nil {
+			continue // in the page's process
+		}
+		var tree struct {
+			FrameTree struct {
+				Frame struct {
+					ID string `json:"id"`
+				} `json:"frame"`
+			} `json:"frameTree"`
+		}
+		if cdpCall(s, "Page.getFrameTree", nil, &tree) == nil && tree.FrameTree.Frame.ID == id {
+			return s, nil
+		}
+		s.Detach() //nolint:errcheck // not the frame wanted
+	}
+	return nil, fmt.Errorf("no session with frame %s", id)
+}
+
+// cdpCall sends a CDP command on s and decodes its result into out (if
+// not nil).
+func cdpCall(s pw.CDPSession, method string, params map[string]any, out any) error {
+	res, err := s.Send(method, params)
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if out == nil {
+		return nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("%s: %v", method, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s: %v", method, err)
+	}
+	return nil
+}
+
+// isolatedWorld creates (or finds again) the hit-test world in frame and
+// returns its execution context.
+func isolatedWorld(s pw.CDPSession, frame string) (int64, error) {
+	var w struct {
+		ID int64 `json:"executionContextId"`
+	}
+	err := cdpCall(s, "Page.createIsolatedWorld", map[string]any{"frameId": frame, "worldName": hitWorld}, &w)
+	return w.ID, err
+}
+
+// hit is what the hit-test script returns.
+type hit struct {
+	screen.Target
+	// Cross is set when the element is an iframe whose document the
+	// script could not enter; X and Y are the point inside it.
+	Cross *struct{ X, Y float64 } `json:"cross,omitempty"`
+}
+
+// evalResult is the part of Runtime.evaluate's result that a hit-test
+// reads.
+type evalResult struct {
+	Result struct {
+		Value    json.RawMessage `json:"value"`
+		ObjectID string          `json:"objectId"`
+	} `json:"result"`
+	Exception *struct {
+		Text      string `json:"text"`
+		Exception *struct {
+			Description string `json:"description"`
+		} `json:"exception"`
+	} `json:"exceptionDetails"`
+}
+
+func (r evalResult) err() error {
+	if r.Exception == nil {
+		return nil
+	}
+	msg := r.Exception.Text
+	if e := r.Exception.Exception; e != nil && e.Description != "" {
+		msg = e.Description
+	}
+	return fmt.Errorf("hit-test script: %s", clip(msg, 200))
+}
+
+// inspectFrame runs expr in the hit-test world of frame.
+func inspectFrame(s pw.CDPSession, frame, expr string, inFrame bool) (hit, error) {
+	world, err := isolatedWorld(s, frame)
+	if err != nil {
+		return hit{}, err
+	}
+	var res evalResult
+	err = cdpCall(s, "Runtime.evaluate", map[string]any{
+		"expression":    expr + ".describe(" + strconv.FormatBool(inFrame) + ")",
+		"contextId":     world,
+		"returnByValue": true,
+		"silent":        true,
+		"timeout":       hitTestTimeout.Milliseconds(),
+	}, &res)
+	if err != nil {
+		return hit{}, err
+	}
+	if err := res.err(); err != nil {
+		return hit{}, err
+	}
+	var h hit
+	if len(res.Result.Value) == 0 || string(res.Result.Value) == "null" {
+		return h, nil
+	}
+	if err := json.Unmarshal(res.Result.Value, &h); err != nil {
+		return hit{}, fmt.Errorf("hit-test script: %v", err)
+	}
+	return h, nil
+}
+
+// frameOf returns the id of the frame that the iframe element expr lands
+// on in frame shows.
+func frameOf(s pw.CDPSession, frame, expr string) (string, error) {
+	world, err := isolatedWorld(s, frame)
+	if err != nil {
+		return "", err
+	}
+	var res evalResult
+	err = cdpCall(s, "Runtime.evaluate", map[string]any{
+		"expression": expr + ".element",
+		"contextId":  world,
+		"silent":     true,
+		"timeout":    hitTestTimeout.Milliseconds(),
+	}, &res)
+	if err != nil {
+		return "", err
+	}
+	if res.err() != nil || res.Result.ObjectID == "" {
+		return "", errors.New("no iframe element")
+	}
+	defer cdpCall(s, "Runtime.releaseObject", map[string]any{"objectId": res.Result.ObjectID}, nil) //nolint:errcheck // nothing to do if the page went away
+	var n struct {
+		Node struct {
+			FrameID string `json:"frameId"`
+		} `json:"node"`
+	}
+	if err := cdpCall(s, "DOM.describeNode", map[string]any{"objectId": res.Result.ObjectID}, &n); err != nil {
+		return "", err
+	}
+	return n.Node.FrameID, nil
+}
+
+// hitExpr returns a script expression whose value is an object with the
+// hit-test's result: .element (the element) and .describe(inFrame) (the
+// screen.Target as JSON, with cross set for an iframe it could not
+// enter). mode is "point" (the element at x, y) or "focus" (the focused
+// element).
+func hitExpr(mode string, x, y float64) string {
+	return "(" + hitJS + ")(" + strconv.Quote(mode) + "," + strconv.FormatFloat(x, 'f', -1, 64) + "," +
+		strconv.FormatFloat(y, 'f', -1, 64) + ")"
+}
+
+// hitJS locates the element and describes it; every loop and text walk is
+// bounded. It is screen/cdp's hitJS, character for character, so that both
+// browser backends describe an element alike: TestHitJSIsCDPs fails when
+// the two differ.
+const hitJS = `function (mode, x, y) {
+	const MAX_TEXT = 200, MAX_NODES = 2000, MAX_DEPTH = 16;
+	let doc = document, el = null, cross = null;
+	for (let depth = 0; depth < MAX_DEPTH; depth++) {
+		if (mode === "point") {
+			el = doc.elementFromPoint(x, y);
+			for (let i = 0; el && el.shadowRoot && i < MAX_DEPTH; i++) {
+				const inner = el.shadowRoot.elementFromPoint(x, y);
+				if (!inner || inner === el) break;
+				el = inner;
+			}
+		} else {
+			el = doc.activeElement;
+			for (let i = 0; el && el.shadowRoot && el.shadowRoot.activeElement && i < MAX_DEPTH; i++) el = el.shadowRoot.activeElement;
+			if (el === doc.body && !(el && el.isContentEditable)) el = null;
+		}
+		if (!el) break;
+		const tag = el.localName;
+		if (tag !== "iframe" && tag !== "frame") break;
+		const win = doc.defaultView, r = el.getBoundingClientRect(), cs = win.getComputedStyle(el);
+		x = x - r.left - (parseFloat(cs.borderLeftWidth) || 0) - (parseFloat(cs.paddingLeft) || 0);
+		y = y - r.top - (parseFloat(cs.borderTopWidth) || 0) - (parseFloat(cs.paddingTop) || 0);
+		let sub = null;
+		try { sub = el.contentDocument; } catch (e) {}
+		if (!sub) { cross = {X: x, Y: y}; break; }
+		doc = sub;
+	}
+
+	const getA = (e, n) => (e && Element.prototype.getAttribute.call(e, n)) || "";
+	const hasA = (e, n) => !!e && Element.prototype.hasAttribute.call(e, n);
+	const skipped = new Set(["script", "style", "template", "noscript"]);
+	function walkText(root, limit) {
+		if (!root) return "";
+		let out = "", n = 0;
+		const w = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT, {
+			acceptNode: node => skipped.has(node.localName) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
+		});
+		for (let node = w.currentNode; node && n < MAX_NODES && out.length < limit * 2; node = w.nextNode(), n++) {
+			if (node.nodeType === 3) out += node.data;
+			else if (node.localName === "img" && getA(node, "alt")) out += " " + getA(node, "alt") + " ";
+		}
+		return out.replace(/\s+/g, " ").trim().slice(0, limit);
+	}
+	function clip(s) { return String(s || "").replace(/\s+/g, " ").trim().slice(0, MAX_TEXT); }
+	function absURL(u, d) {
+		try { return new URL(u, d.baseURI).href; } catch (e) { return clip(u); }
+	}
+
+	const textInputs = ["text", "search", "email", "url", "tel", "password", "number", "date", "datetime-local",
+		"month", "week", "time"];
+	const widgetRoles = "button,link,menuitem,menuitemcheckbox,menuitemradio,tab,checkbox,radio,switch,option," +
+		"textbox,searchbox,combobox,slider,spinbutton,treeitem,gridcell";
+	const interactive = "a[href],area[href],button,input,select,textarea,summary,label,option," +
+		widgetRoles.split(",").map(r => "[role=" + r + "]").join(",") + ",[contenteditable]:not([contenteditable=false])";
+
+	return {
+		element: el,
+		describe(inFrame) {
+			if (!el) return cross ? {cross} : null;
+			let t = el;
+			if (mode === "point" && el.closest) t = el.closest(interactive) || el;
+			// A click on a label reaches its control (a styled label is
+			// how many pages show a file picker).
+			if (t.localName === "label" && t.control) t = t.control;
+			const d = t.ownerDocument;
+			const tag = t.localName || "";
+			const attr = n => getA(t, n);
+			let inputType = "";
+			if (tag === "input") inputType = (attr("type") || "text").toLowerCase();
+			if (tag === "button") inputType = (attr("type") || "submit").toLowerCase();
+			if (tag === "input" && !textInputs.concat(["checkbox", "radio", "file", "submit", "reset", "button", "image",
+				"hidden", "range", "color"]).includes(inputType)) inputType = "text";
+			const form = (tag === "input" || tag === "button" || tag === "select" || tag === "textarea") ? t.form : (t.closest && t.closest("form"));
+			const fattr = n => getA(form, n);
+
+			let role = attr("role").trim().split(/\s+/)[0] || "";
+			if (!role) {
+				const implicit = {a: attr("href") ? "link" : "", area: attr("href") ? "link" : "", button: "button",
+					select: (t.multiple || t.size > 1) ? "listbox" : "combobox", textarea: "textbox", summary: "button",
+					option: "option", img: attr("alt") === "" && hasA(t, "alt") ? "presentation" : "img",
+					h1: "heading", h2: "heading", h3: "heading", h4: "heading", h5: "heading", h6: "heading",
+					form: "form", nav: "navigation", dialog: "dialog", li: "listitem", ul: "list", ol: "list",
+					td: "cell", th: "columnheader", tr: "row", table: "table", progress: "progressbar"};
+				role = implicit[tag] || "";
+				if (tag === "input") {
+					role = {button: "button", submit: "button", reset: "button", image: "button", checkbox: "checkbox",
+						radio: "radio", range: "slider", number: "spinbutton", search: "searchbox"}[inputType] ||
+						(textInputs.includes(inputType) ? (attr("list") ? "combobox" : "textbox") : "");
+				}
+				if (!role && t.isContentEditable) role = "textbox";
+			}
+
+			let name = "";
+			const labelled = attr("aria-labelledby");
+			if (labelled) name = labelled.split(/\s+/).slice(0, 8).map(id => walkText(d.getElementById(id), MAX_TEXT)).join(" ");
+			if (!name.trim()) name = attr("aria-label");
+			if (!name.trim() && t.labels && t.labels.length) name = Array.from(t.labels).slice(0, 4).map(l => walkText(l, MAX_TEXT)).join(" ");
+			if (!name.trim() && tag === "input" && ["submit", "reset", "button"].includes(inputType)) name = attr("value") || {submit: "Submit", reset: "Reset"}[inputType] || "";
+			if (!name.trim() && (tag === "img" || (tag === "input" && inputType === "image") || tag === "area")) name = attr("alt");
+			const fromContent = ["button", "link", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "checkbox",
+				"radio", "switch", "option", "heading", "cell", "columnheader", "treeitem", "gridcell"];
+			if (!name.trim() && fromContent.includes(role) && tag !== "input") name = walkText(t, MAX_TEXT);
+			if (!name.trim()) name = attr("title");
+			if (!name.trim()) name = attr("placeholder");
+			if (!name.trim() && (tag === "input" || tag === "select" || tag === "textarea")) name = attr("name") || attr("id");
+
+			const link = t.closest ? t.closest("a[href],area[href]") : null;
+			const disabled = !!t.disabled || attr("aria-disabled") === "true";
+			let editable = false;
+			if (tag === "input") editable = textInputs.includes(inputType) && !disabled && !t.readOnly;
+			else if (tag === "textarea") editable = !disabled && !t.readOnly;
+			else editable = !!t.isContentEditable;
+
+			// What a person sees on the element. A field's typed value is
+			// never read (it may be a password): a button input shows its
+			// value, an image input its alt text, an empty field its
+			// placeholder, a select its chosen option.
+			const visibleText = () => {
+				if (tag === "input") {
+					if (["submit", "reset", "button"].includes(inputType)) return clip(attr("value") || {submit: "Submit", reset: "Reset"}[inputType] || "");
+					if (inputType === "image") return clip(attr("alt"));
+					return clip(attr("placeholder"));
+				}
+				if (tag === "textarea") return clip(attr("placeholder"));
+				if (tag === "select") {
+					const o = t.selectedOptions && t.selectedOptions[0];
+					return o ? walkText(o, MAX_TEXT) : "";
+				}
+				return walkText(t, MAX_TEXT);
+			};
+			const out = {
+				tag, role, name: clip(name), inputType,
+				autocomplete: (tag === "input" || tag === "select" || tag === "textarea" || tag === "form") ? clip(attr("autocomplete")) : "",
+				editable,
+				text: visibleText(),
+				frameUrl: inFrame || d !== document ? d.URL : "",
+			};
+			if (form) {
+				const submitter = (inputType === "submit" || inputType === "image");
+				out.formAction = absURL((submitter && attr("formaction")) || fattr("action") || d.URL, d);
+				out.formMethod = ((submitter && attr("formmethod")) || fattr("method") || "get").toLowerCase();
+				if (out.formMethod !== "post" && out.formMethod !== "dialog") out.formMethod = "get";
+			}
+			if (link) {
+				out.href = absURL(getA(link, "href"), d);
+				out.linkTarget = clip(getA(link, "target"));
+				out.download = hasA(link, "download");
+			}
+			if (cross) out.cross = cross;
+			return out;
+		},
+	};
+}`
