@@ -42,7 +42,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
-	"github.com/spotter-harness/spotter/internal/perf"
+	"github.com/spotter-harness/spotter/internal/stats"
 )
 
 // Sections lists the sections in the order they run.
@@ -118,7 +118,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // latency makes a Figure from samples.
 func latency(section, name string, samples []time.Duration) Figure {
-	s := perf.Summarize(samples)
+	s := stats.Summarize(samples)
 	return Figure{Section: section, Name: name, Unit: "ms", N: s.N, P50: ms(s.P50), P95: ms(s.P95)}
 }
 

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spotter-harness/spotter/internal/perf"
+	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
@@ -121,7 +121,7 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 		if err != nil {
 			return err
 		}
-		sum := perf.Summarize(samples)
+		sum := stats.Summarize(samples)
 		f := latency("concurrency", fmt.Sprintf("%s: %d sessions%s", s.name, n, r.thinkLabel()), samples)
 		f.Wrong = wrong
 		steps := float64(len(samples)) / wall.Seconds()

@@ -7,10 +7,10 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -92,10 +92,8 @@ func BenchmarkFit(b *testing.B) {
 	}
 }
 
-// percentile returns the p-th percentile of ds in milliseconds.
+// percentile returns the p-th percentile of ds in milliseconds (nearest
+// rank, see internal/stats).
 func percentile(ds []time.Duration, p int) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := min(len(s)*p/100, len(s)-1)
-	return float64(s[i].Microseconds()) / 1000
+	return stats.Millis(stats.Percentile(ds, float64(p)))
 }

@@ -2,11 +2,11 @@ package vnc_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/vnc"
 	"github.com/spotter-harness/spotter/screen/vnc/desktop"
@@ -122,12 +122,8 @@ func BenchmarkFullUpdate(b *testing.B) {
 	}
 }
 
-// quantile returns the q-quantile of ds in milliseconds.
+// quantile returns the q-quantile of ds in milliseconds (nearest rank, see
+// internal/stats).
 func quantile(ds []time.Duration, q float64) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))]) / float64(time.Millisecond)
+	return stats.Millis(stats.Percentile(ds, 100*q))
 }
