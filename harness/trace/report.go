@@ -203,7 +203,43 @@ type frameInfo struct {
 // buildReport turns events into the page's data. load reads a shot file by
 // its path relative to the trace.
 func buildReport(evs []Event, load func(string) ([]byte, error)) *report {
-	r := &report{}
+	b := &reportBuilder{
+		r:      &report{},
+		frames: indexFrames(evs),
+		load:   load,
+		cards:  map[int]*card{},
+		calls:  map[string]*callView{},
+		images: map[string]string{},
+	}
+	for _, e := range evs {
+		b.read(e)
+	}
+	// Finish each call: its actions, their outcome and their markers.
+	for _, c := range b.r.Cards {
+		b.finishCard(c)
+	}
+	b.finishRun()
+	return b.r
+}
+
+// reportBuilder holds what buildReport gathers from the events, in order.
+type reportBuilder struct {
+	r      *report
+	frames map[string]frameInfo // by frame id
+	load   func(string) ([]byte, error)
+
+	start, end, last time.Time
+	sawEnd           bool
+	latest           string // the newest full screenshot so far
+	cards            map[int]*card
+	calls            map[string]*callView // by step and call id
+	maxStep          int
+	images           map[string]string // frame id -> "#imgN"
+}
+
+// indexFrames returns the frames the events name, by id, each with the
+// first shot file saved for it.
+func indexFrames(evs []Event) map[string]frameInfo {
 	frames := map[string]frameInfo{}
 	for _, e := range evs {
 		id := e.Frame.ID
@@ -222,224 +258,258 @@ func buildReport(evs []Event, load func(string) ([]byte, error)) *report {
 		}
 		frames[id] = fi
 	}
+	return frames
+}
 
-	var (
-		start, end, last time.Time
-		sawEnd           bool
-		latest           string // the newest full screenshot so far
-		cards            = map[int]*card{}
-		calls            = map[string]*callView{}
-		maxStep          int
-	)
-	getCard := func(step int) *card {
-		c := cards[step]
-		if c == nil {
-			c = &card{Step: step}
-			cards[step] = c
-			r.Cards = append(r.Cards, c)
-		}
-		return c
+// card returns the card of step, adding it in the order steps appear.
+func (b *reportBuilder) card(step int) *card {
+	c := b.cards[step]
+	if c == nil {
+		c = &card{Step: step}
+		b.cards[step] = c
+		b.r.Cards = append(b.r.Cards, c)
 	}
-	getCall := func(e Event) *callView {
-		key := fmt.Sprintf("%d\x00%s", e.Step, e.CallID)
-		cv := calls[key]
-		if cv == nil {
-			cv = &callView{ID: e.CallID, frameID: latest}
-			calls[key] = cv
-			c := getCard(e.Step)
-			c.Calls = append(c.Calls, cv)
-		}
-		return cv
-	}
+	return c
+}
 
-	for _, e := range evs {
-		if start.IsZero() {
-			start = e.Time
+// call returns the view of e's call, adding it to its step's card; a new
+// call was decided on the newest full screenshot so far.
+func (b *reportBuilder) call(e Event) *callView {
+	key := fmt.Sprintf("%d\x00%s", e.Step, e.CallID)
+	cv := b.calls[key]
+	if cv == nil {
+		cv = &callView{ID: e.CallID, frameID: b.latest}
+		b.calls[key] = cv
+		c := b.card(e.Step)
+		c.Calls = append(c.Calls, cv)
+	}
+	return cv
+}
+
+// read takes in one event.
+func (b *reportBuilder) read(e Event) {
+	if b.start.IsZero() {
+		b.start = e.Time
+	}
+	b.last = e.Time
+	b.maxStep = max(b.maxStep, e.Step)
+	switch e.Type {
+	case TypeRunStart:
+		b.r.Task, b.r.Model, b.start = e.Task, e.Model, e.Time
+	case TypeRunEnd:
+		b.runEnd(e)
+	case TypeModelTurn:
+		b.modelTurn(e)
+	case TypeCall:
+		cv := b.call(e)
+		cv.Name, cv.space, cv.Error = e.Name, e.Space, e.Error
+		if e.FrameID != "" && !cv.fromModel {
+			cv.frameID = e.FrameID
 		}
-		last = e.Time
-		maxStep = max(maxStep, e.Step)
-		switch e.Type {
-		case TypeRunStart:
-			r.Task, r.Model, start = e.Task, e.Model, e.Time
-		case TypeRunEnd:
-			sawEnd, end = true, e.Time
-			r.Outcome, r.Error = e.Stop, e.Error
-			r.Steps = e.Step
-			if e.Elapsed > 0 {
-				r.Elapsed = formatDuration(e.Elapsed)
-			}
-		case TypeModelTurn:
-			c := getCard(e.Step)
-			c.Text = joinText(c.Text, e.Text)
-			c.Stop = cmp.Or(e.Stop, c.Stop)
-			c.Usage = addUsage(c.Usage, e.Usage)
-			r.Usage = addUsage(r.Usage, e.Usage)
-			if e.Elapsed > 0 {
-				c.Elapsed = formatDuration(e.Elapsed)
-			}
-			if c.Offset == "" && !start.IsZero() && !e.Time.IsZero() {
-				c.Offset = "+" + formatDuration(e.Time.Sub(start))
-			}
-		case TypeCall:
-			cv := getCall(e)
-			cv.Name, cv.space, cv.Error = e.Name, e.Space, e.Error
-			if e.FrameID != "" && !cv.fromModel {
-				cv.frameID = e.FrameID
-			}
-		case TypeAction:
-			cv := getCall(e)
-			cv.events = append(cv.events, e)
-			if e.FrameID != "" && !cv.fromModel {
-				cv.frameID, cv.fromModel = e.FrameID, true
-			}
-		case TypeResult:
-			cv := getCall(e)
-			cv.Result = &resultView{Ran: e.Ran, Error: e.Error, Notes: e.Notes}
-			if e.Elapsed > 0 {
-				cv.Result.Elapsed = formatDuration(e.Elapsed)
-			}
-			if id := cmp.Or(e.Frame.ID, shotID(e.Shot)); id != "" {
-				cv.After = &shotView{FrameID: id}
-			}
-		case TypeNote, TypeError:
-			n := note{Text: cmp.Or(e.Text, e.Error), Error: e.Type == TypeError}
-			if e.Type == TypeError && e.Text != "" && e.Error != "" {
-				n.Text = e.Text + ": " + e.Error
-			}
-			if e.Step == 0 {
-				r.Notes = append(r.Notes, n)
-			} else {
-				c := getCard(e.Step)
-				c.Notes = append(c.Notes, n)
-			}
+	case TypeAction:
+		cv := b.call(e)
+		cv.events = append(cv.events, e)
+		if e.FrameID != "" && !cv.fromModel {
+			cv.frameID, cv.fromModel = e.FrameID, true
 		}
-		if id := cmp.Or(e.Frame.ID, shotID(e.Shot)); e.Shot != "" && id != "" {
-			if f := frames[id].frame; f.Clip.Empty() || !f.Zoomed() {
-				latest = id
-			}
-		}
-		if c := cards[e.Step]; c != nil && e.Step > 0 && !e.Time.IsZero() {
-			if c.start.IsZero() {
-				c.start = e.Time
-			}
-			c.last = e.Time
+	case TypeResult:
+		b.result(e)
+	case TypeNote, TypeError:
+		b.note(e)
+	}
+	if id := cmp.Or(e.Frame.ID, shotID(e.Shot)); e.Shot != "" && id != "" {
+		if f := b.frames[id].frame; f.Clip.Empty() || !f.Zoomed() {
+			b.latest = id
 		}
 	}
+	if c := b.cards[e.Step]; c != nil && e.Step > 0 && !e.Time.IsZero() {
+		if c.start.IsZero() {
+			c.start = e.Time
+		}
+		c.last = e.Time
+	}
+}
 
-	// Finish each call: its actions, their outcome and their markers.
-	images := map[string]string{} // frame id -> "#imgN"
-	imageOf := func(id string) *shotView {
-		sv := &shotView{FrameID: id}
-		fi, ok := frames[id]
-		switch {
-		case id == "":
-			sv.Missing = "no screenshot recorded"
-			return sv
-		case !ok || fi.shot == "":
-			sv.Missing = "screenshot " + id + " was not saved"
-			return sv
-		}
-		sv.URL = fi.frame.URL
-		if ref, ok := images[id]; ok {
-			sv.Ref = ref
-			sv.W, sv.H = imageSize(r.Images, ref)
-			return sv
-		}
-		def, err := loadImage(fi, load)
-		if err != nil {
-			sv.Missing = fmt.Sprintf("screenshot %s: %v", id, err)
-			return sv
-		}
-		def.ID = fmt.Sprintf("img%d", len(r.Images)+1)
-		r.Images = append(r.Images, def)
-		sv.Ref = "#" + def.ID
-		images[id] = sv.Ref
-		sv.W, sv.H = def.W, def.H
+func (b *reportBuilder) runEnd(e Event) {
+	b.sawEnd, b.end = true, e.Time
+	b.r.Outcome, b.r.Error = e.Stop, e.Error
+	b.r.Steps = e.Step
+	if e.Elapsed > 0 {
+		b.r.Elapsed = formatDuration(e.Elapsed)
+	}
+}
+
+func (b *reportBuilder) modelTurn(e Event) {
+	c := b.card(e.Step)
+	c.Text = joinText(c.Text, e.Text)
+	c.Stop = cmp.Or(e.Stop, c.Stop)
+	c.Usage = addUsage(c.Usage, e.Usage)
+	b.r.Usage = addUsage(b.r.Usage, e.Usage)
+	if e.Elapsed > 0 {
+		c.Elapsed = formatDuration(e.Elapsed)
+	}
+	if c.Offset == "" && !b.start.IsZero() && !e.Time.IsZero() {
+		c.Offset = "+" + formatDuration(e.Time.Sub(b.start))
+	}
+}
+
+func (b *reportBuilder) result(e Event) {
+	cv := b.call(e)
+	cv.Result = &resultView{Ran: e.Ran, Error: e.Error, Notes: e.Notes}
+	if e.Elapsed > 0 {
+		cv.Result.Elapsed = formatDuration(e.Elapsed)
+	}
+	if id := cmp.Or(e.Frame.ID, shotID(e.Shot)); id != "" {
+		cv.After = &shotView{FrameID: id}
+	}
+}
+
+// note adds a note or an error to its step's card, or to the run's notes
+// for step 0.
+func (b *reportBuilder) note(e Event) {
+	n := note{Text: cmp.Or(e.Text, e.Error), Error: e.Type == TypeError}
+	if e.Type == TypeError && e.Text != "" && e.Error != "" {
+		n.Text = e.Text + ": " + e.Error
+	}
+	if e.Step == 0 {
+		b.r.Notes = append(b.r.Notes, n)
+		return
+	}
+	c := b.card(e.Step)
+	c.Notes = append(c.Notes, n)
+}
+
+// image returns the view of frame id's screenshot, adding its picture to
+// the page's images the first time, or says why there is none.
+func (b *reportBuilder) image(id string) *shotView {
+	sv := &shotView{FrameID: id}
+	fi, ok := b.frames[id]
+	switch {
+	case id == "":
+		sv.Missing = "no screenshot recorded"
+		return sv
+	case !ok || fi.shot == "":
+		sv.Missing = "screenshot " + id + " was not saved"
 		return sv
 	}
-	for _, c := range r.Cards {
-		var kinds []string
-		for _, cv := range c.Calls {
-			r.Calls++
-			if cv.space != screen.Image {
-				cv.Space = cv.space.String()
-			}
-			ran := -1
-			if cv.Result != nil {
-				ran = cv.Result.Ran
-				cv.Result.Of = len(cv.events)
-			}
-			cv.Before = imageOf(cv.frameID)
-			before := frames[cv.frameID].frame
-			for _, e := range cv.events {
-				r.Actions++
-				av := actionRow(e, ran)
-				kinds = append(kinds, av.Kind)
-				if av.Class == "bad" {
-					c.Failed = true
-				}
-				if cv.Before.Ref != "" {
-					g := geometry{frame: before, space: cv.space, w: cv.Before.W, h: cv.Before.H}
-					if m, ok := g.marker(av.N, e.Action, e.Mapped); ok {
-						cv.Before.Markers = append(cv.Before.Markers, m)
-						av.Mark = m.Class
-					}
-				}
-				cv.Actions = append(cv.Actions, av)
-			}
-			if cv.After != nil {
-				cv.After = imageOf(cv.After.FrameID)
-			}
-			if cv.Error != "" || (cv.Result != nil && cv.Result.Error != "") {
-				c.Failed = true
-			}
-		}
-		for _, n := range c.Notes {
-			c.Failed = c.Failed || n.Error
-		}
-		if c.Failed {
-			r.Errors++
-		}
-		c.Summary = summarize(kinds)
-		c.Final = len(c.Calls) == 0 && c.Stop != "" && c.Stop != "tool_use"
-		if c.Summary == "" && c.Final {
-			c.Summary = c.Stop
-		}
+	sv.URL = fi.frame.URL
+	if ref, ok := b.images[id]; ok {
+		sv.Ref = ref
+		sv.W, sv.H = imageSize(b.r.Images, ref)
+		return sv
 	}
+	def, err := loadImage(fi, b.load)
+	if err != nil {
+		sv.Missing = fmt.Sprintf("screenshot %s: %v", id, err)
+		return sv
+	}
+	def.ID = fmt.Sprintf("img%d", len(b.r.Images)+1)
+	b.r.Images = append(b.r.Images, def)
+	sv.Ref = "#" + def.ID
+	b.images[id] = sv.Ref
+	sv.W, sv.H = def.W, def.H
+	return sv
+}
 
+// finishCard finishes c's calls and says whether the step failed, what it
+// did and whether it is the model's last word.
+func (b *reportBuilder) finishCard(c *card) {
+	var kinds []string
+	for _, cv := range c.Calls {
+		kinds = append(kinds, b.finishCall(c, cv)...)
+	}
+	for _, n := range c.Notes {
+		c.Failed = c.Failed || n.Error
+	}
+	if c.Failed {
+		b.r.Errors++
+	}
+	c.Summary = summarize(kinds)
+	c.Final = len(c.Calls) == 0 && c.Stop != "" && c.Stop != "tool_use"
+	if c.Summary == "" && c.Final {
+		c.Summary = c.Stop
+	}
+}
+
+// finishCall makes cv's action rows and markers, loads its screenshots,
+// marks c failed if anything in cv failed, and returns its action kinds.
+func (b *reportBuilder) finishCall(c *card, cv *callView) []string {
+	b.r.Calls++
+	if cv.space != screen.Image {
+		cv.Space = cv.space.String()
+	}
+	ran := -1
+	if cv.Result != nil {
+		ran = cv.Result.Ran
+		cv.Result.Of = len(cv.events)
+	}
+	cv.Before = b.image(cv.frameID)
+	before := b.frames[cv.frameID].frame
+	var kinds []string
+	for _, e := range cv.events {
+		b.r.Actions++
+		av := actionRow(e, ran)
+		kinds = append(kinds, av.Kind)
+		if av.Class == "bad" {
+			c.Failed = true
+		}
+		if cv.Before.Ref != "" {
+			g := geometry{frame: before, space: cv.space, w: cv.Before.W, h: cv.Before.H}
+			if m, ok := g.marker(av.N, e.Action, e.Mapped); ok {
+				cv.Before.Markers = append(cv.Before.Markers, m)
+				av.Mark = m.Class
+			}
+		}
+		cv.Actions = append(cv.Actions, av)
+	}
+	if cv.After != nil {
+		cv.After = b.image(cv.After.FrameID)
+	}
+	if cv.Error != "" || (cv.Result != nil && cv.Result.Error != "") {
+		c.Failed = true
+	}
+	return kinds
+}
+
+// finishRun fills in the run's step count, times, outcome and timeline.
+func (b *reportBuilder) finishRun() {
+	r := b.r
 	if r.Steps == 0 {
-		r.Steps = maxStep
+		r.Steps = b.maxStep
 	}
-	if r.Elapsed == "" {
-		if !sawEnd {
-			end = last
-		}
-		if !start.IsZero() && !end.IsZero() {
-			r.Elapsed = formatDuration(end.Sub(start))
-		}
+	if !b.sawEnd {
+		b.end = b.last
 	}
-	if !start.IsZero() {
-		r.Started = start.Format("2006-01-02 15:04:05 MST")
+	if r.Elapsed == "" && !b.start.IsZero() && !b.end.IsZero() {
+		r.Elapsed = formatDuration(b.end.Sub(b.start))
 	}
-	switch {
-	case !sawEnd:
-		r.Outcome, r.Class = "incomplete", "bad"
+	if !b.start.IsZero() {
+		r.Started = b.start.Format("2006-01-02 15:04:05 MST")
+	}
+	r.Outcome, r.Class = outcomeClass(b.sawEnd, r.Outcome, r.Error)
+	if !b.sawEnd {
 		r.Warnings = append(r.Warnings, "The trace has no run_end event: the run was still going or crashed.")
-	case r.Outcome == "end_turn" && r.Error == "":
-		r.Class = "ok"
-	case r.Outcome == "error" || r.Error != "":
-		r.Class = "bad"
-	default:
-		r.Class = "warn"
 	}
-	r.Outcome = cmp.Or(r.Outcome, "unknown")
 	r.Verdict = verdict(r.Outcome)
 	r.Notes, r.Egress = foldEgress(r.Notes)
-	if !sawEnd {
-		end = last
+	r.timeline(b.end)
+}
+
+// outcomeClass returns a run's outcome as the page shows it ("incomplete"
+// without a run_end event, "unknown" without a stop reason) and its colour
+// class: ok, warn or bad.
+func outcomeClass(sawEnd bool, stop, err string) (outcome, class string) {
+	switch {
+	case !sawEnd:
+		return "incomplete", "bad"
+	case stop == "end_turn" && err == "":
+		class = "ok"
+	case stop == "error" || err != "":
+		class = "bad"
+	default:
+		class = "warn"
 	}
-	r.timeline(end)
-	return r
+	return cmp.Or(stop, "unknown"), class
 }
 
 // verdict says what a run's stop reason means.
