@@ -397,115 +397,157 @@ func (c *compiled) evaluate(s Subject) []Finding {
 	if c.Supervise == SuperviseNone {
 		return nil
 	}
-	var fs []Finding
-	add := func(rule, format string, args ...any) {
-		if !c.disabled[rule] {
-			fs = append(fs, Finding{Rule: rule, Reason: fmt.Sprintf(format, args...)})
+	f := &findings{disabled: c.disabled}
+	if s.DOM && s.TargetErr != nil && needsTarget(s.Action) {
+		f.add(RuleNoTarget, "the element this action reaches could not be inspected (%v)", s.TargetErr)
+	}
+	if s.Target != nil && activates(s.Action) {
+		c.pointerFindings(f, s)
+	}
+	if s.Target != nil && keyboard(s.Action) {
+		c.keyboardFindings(f, s)
+	}
+	c.kindFindings(f, s)
+	c.configuredFindings(f, s)
+	if len(f.list) == 0 && c.Supervise == SuperviseAll && hasEffect(s.Action.Kind) {
+		f.list = append(f.list, Finding{Rule: RuleSuperviseAll, Reason: "every action of this session is supervised"})
+	}
+	return f.list
+}
+
+// findings collects the rules that flag an action, in order.
+type findings struct {
+	list     []Finding
+	disabled map[string]bool // built-in rules turned off
+}
+
+// add records that the built-in rule flags the action, unless it is
+// disabled.
+func (f *findings) add(rule, format string, args ...any) {
+	if !f.disabled[rule] {
+		f.list = append(f.list, Finding{Rule: rule, Reason: fmt.Sprintf(format, args...)})
+	}
+}
+
+// pointerFindings applies the built-in rules on what a click activates:
+// purchases, deletions, sends, downloads, file pickers, and links or forms
+// that lead outside the allowed hosts.
+func (c *compiled) pointerFindings(f *findings, s Subject) {
+	a, t := s.Action, s.Target
+	label := describeTarget(*t)
+	if said, ok := says(t, purchaseWords); ok {
+		f.add(RulePurchase, "clicking %s may spend money", describeSaying(*t, said))
+	} else if said, ok := says(t, deleteWords); ok {
+		f.add(RuleDelete, "clicking %s may delete something", describeSaying(*t, said))
+	} else if said, ok := says(t, sendWords); ok {
+		f.add(RuleSend, "clicking %s may send or submit something", describeSaying(*t, said))
+	}
+	if t.Download {
+		f.add(RuleDownload, "clicking %s downloads a file", label)
+	}
+	if t.InputType == "file" {
+		f.add(RuleFilePicker, "clicking %s opens a file picker", label)
+	}
+	if t.Href != "" && (a.Button == actions.Left || a.Button == actions.Middle) {
+		if host, ok := c.outside(t.Href, s); ok {
+			f.add(RuleOutside, "clicking %s leads to %s, outside the allowed hosts", label, host)
 		}
 	}
+	if t.FormAction != "" && (t.InputType == "submit" || t.InputType == "image") {
+		if host, ok := c.outside(t.FormAction, s); ok {
+			f.add(RuleOutside, "clicking %s sends a form to %s, outside the allowed hosts", label, host)
+		}
+	}
+}
+
+// keyboardFindings applies the built-in rules on typing and keys in the
+// focused element: password and payment fields, and Enter (or a typed
+// newline) that follows a link or submits a form outside the allowed hosts.
+func (c *compiled) keyboardFindings(f *findings, s Subject) {
+	a, t := s.Action, *s.Target
+	label := describeTarget(t)
+	enter := pressesEnter(a)
+	switch {
+	case isPassword(t) && a.Kind == actions.Type:
+		f.add(RulePassword, "typing into %s, a password field", label)
+	case isPassword(t) && enter:
+		f.add(RulePassword, "pressing Enter in %s submits a password form", label)
+	case isPayment(t) && a.Kind == actions.Type:
+		f.add(RulePayment, "typing into %s, a payment field", label)
+	case isPayment(t) && enter:
+		f.add(RulePayment, "pressing Enter in %s submits a payment form", label)
+	}
+	// Enter (or a typed newline) follows a focused link and submits the
+	// focused field's form, as a click would.
+	if !submitsByKey(a, t) {
+		return
+	}
+	if t.Href != "" {
+		if host, ok := c.outside(t.Href, s); ok {
+			f.add(RuleOutside, "pressing Enter on %s leads to %s, outside the allowed hosts", label, host)
+		}
+	} else if host, ok := c.outside(t.FormAction, s); ok {
+		f.add(RuleOutside, "pressing a key in %s sends a form to %s, outside the allowed hosts", label, host)
+	}
+}
+
+// kindFindings applies the built-in rules on the action alone, which hold
+// on every display: card numbers typed, navigation outside the allowed
+// hosts, uploads, closing tabs and windows, leaving a page through a dialog.
+func (c *compiled) kindFindings(f *findings, s Subject) {
 	a := s.Action
-	t := s.Target
-	if s.DOM && s.TargetErr != nil && needsTarget(a) {
-		add(RuleNoTarget, "the element this action reaches could not be inspected (%v)", s.TargetErr)
-	}
-	if t != nil && activates(a) {
-		label := describeTarget(*t)
-		if said, ok := says(t, purchaseWords); ok {
-			add(RulePurchase, "clicking %s may spend money", describeSaying(*t, said))
-		} else if said, ok := says(t, deleteWords); ok {
-			add(RuleDelete, "clicking %s may delete something", describeSaying(*t, said))
-		} else if said, ok := says(t, sendWords); ok {
-			add(RuleSend, "clicking %s may send or submit something", describeSaying(*t, said))
-		}
-		if t.Download {
-			add(RuleDownload, "clicking %s downloads a file", label)
-		}
-		if t.InputType == "file" {
-			add(RuleFilePicker, "clicking %s opens a file picker", label)
-		}
-		if t.Href != "" && (a.Button == actions.Left || a.Button == actions.Middle) {
-			if host, ok := c.outside(t.Href, s); ok {
-				add(RuleOutside, "clicking %s leads to %s, outside the allowed hosts", label, host)
-			}
-		}
-		if t.FormAction != "" && (t.InputType == "submit" || t.InputType == "image") {
-			if host, ok := c.outside(t.FormAction, s); ok {
-				add(RuleOutside, "clicking %s sends a form to %s, outside the allowed hosts", label, host)
-			}
-		}
-	}
-	if t != nil && keyboard(a) {
-		label := describeTarget(*t)
-		enter := pressesEnter(a)
-		switch {
-		case isPassword(*t) && a.Kind == actions.Type:
-			add(RulePassword, "typing into %s, a password field", label)
-		case isPassword(*t) && enter:
-			add(RulePassword, "pressing Enter in %s submits a password form", label)
-		case isPayment(*t) && a.Kind == actions.Type:
-			add(RulePayment, "typing into %s, a payment field", label)
-		case isPayment(*t) && enter:
-			add(RulePayment, "pressing Enter in %s submits a payment form", label)
-		}
-		// Enter (or a typed newline) follows a focused link and submits the
-		// focused field's form, as a click would.
-		if submitsByKey(a, *t) {
-			if t.Href != "" {
-				if host, ok := c.outside(t.Href, s); ok {
-					add(RuleOutside, "pressing Enter on %s leads to %s, outside the allowed hosts", label, host)
-				}
-			} else if host, ok := c.outside(t.FormAction, s); ok {
-				add(RuleOutside, "pressing a key in %s sends a form to %s, outside the allowed hosts", label, host)
-			}
-		}
-	}
 	if a.Kind == actions.Type && looksLikeCard(a.Text) {
-		add(RulePayment, "the typed text looks like a payment card number")
+		f.add(RulePayment, "the typed text looks like a payment card number")
 	}
 	switch a.Kind {
 	case actions.Navigate:
 		if host, ok := c.outside(a.URL, s); ok {
-			add(RuleOutside, "navigating to %s, outside the allowed hosts", host)
+			f.add(RuleOutside, "navigating to %s, outside the allowed hosts", host)
 		}
 	case actions.Upload:
-		add(RuleFilePicker, "uploading %d file(s) to the page", len(a.Files))
+		f.add(RuleFilePicker, "uploading %d file(s) to the page", len(a.Files))
 	case actions.CloseTab:
-		add(RuleCloseChord, "closing tab %d", a.Tab)
+		f.add(RuleCloseChord, "closing tab %d", a.Tab)
 	case actions.Keypress, actions.HoldKey:
 		if err := c.closers.Check(a); err != nil {
-			add(RuleCloseChord, "pressing %s may close a tab, a window or the browser", a.Keys)
+			f.add(RuleCloseChord, "pressing %s may close a tab, a window or the browser", a.Keys)
 		}
 	case actions.Dialog:
-		switch {
-		case !a.Accept:
-		case s.Dialog != nil && s.Dialog.Type == "beforeunload":
-			add(RuleLeavePage, "accepting the page's beforeunload dialog leaves the page (unsaved changes may be lost)")
-		case !s.DialogKnown:
-			add(RuleLeavePage, "accepting a dialog may leave the page, and this display cannot say which dialog is open")
-		}
+		dialogFindings(f, s)
 	}
+}
+
+// dialogFindings flags accepting a dialog that leaves the page, or one the
+// display cannot name.
+func dialogFindings(f *findings, s Subject) {
+	switch {
+	case !s.Action.Accept:
+	case s.Dialog != nil && s.Dialog.Type == "beforeunload":
+		f.add(RuleLeavePage, "accepting the page's beforeunload dialog leaves the page (unsaved changes may be lost)")
+	case !s.DialogKnown:
+		f.add(RuleLeavePage, "accepting a dialog may leave the page, and this display cannot say which dialog is open")
+	}
+}
+
+// configuredFindings applies the rules the configuration adds: keys,
+// regions and custom rules. Disabling built-in rules does not touch them.
+func (c *compiled) configuredFindings(f *findings, s Subject) {
+	a := s.Action
 	if len(c.Keys) > 0 && (a.Kind == actions.Keypress || a.Kind == actions.HoldKey) {
 		if err := c.keys.Check(a); err != nil {
-			fs = append(fs, Finding{Rule: "keys", Reason: fmt.Sprintf("pressing %s needs a human (rules: keys)", a.Keys)})
+			f.list = append(f.list, Finding{Rule: "keys", Reason: fmt.Sprintf("pressing %s needs a human (rules: keys)", a.Keys)})
 		}
 	}
 	for _, g := range c.Regions {
-		for _, p := range s.Points {
-			if g.contains(p) {
-				fs = append(fs, Finding{Rule: g.Name, Reason: cmpOr(g.Reason, fmt.Sprintf("a pointer action in the region %q", g.Name))})
-				break
-			}
+		if slices.ContainsFunc(s.Points, g.contains) {
+			f.list = append(f.list, Finding{Rule: g.Name, Reason: cmpOr(g.Reason, fmt.Sprintf("a pointer action in the region %q", g.Name))})
 		}
 	}
 	for _, r := range c.rules {
 		if r.matches(s) {
-			fs = append(fs, Finding{Rule: r.Name, Reason: r.Reason})
+			f.list = append(f.list, Finding{Rule: r.Name, Reason: r.Reason})
 		}
 	}
-	if len(fs) == 0 && c.Supervise == SuperviseAll && hasEffect(a.Kind) {
-		fs = append(fs, Finding{Rule: RuleSuperviseAll, Reason: "every action of this session is supervised"})
-	}
-	return fs
 }
 
 func (r compiledRule) matches(s Subject) bool {
