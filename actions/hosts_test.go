@@ -107,3 +107,17 @@ func TestHostPatternMatch(t *testing.T) {
 		t.Errorf("HostPattern{}.Match matched, want nothing")
 	}
 }
+
+func TestParseHostPatternErrors(t *testing.T) {
+	for _, s := range []string{
+		"", " ", "*.", "*:80", "a.*.com", "*.10.0.0.1", "*.[::1]",
+		"http://example.com", "example.com/", "u@example.com", "example.com?", "example.com#", `a\b`,
+		"example.com:", "example.com:0", "example.com:65536", "example.com:+80", "example.com:http", "a:1:2:x",
+		"[::1", "[::1]x", "[::1]:", "[::1]:x", "[::1]:0", "[example.com]", "[127.0.0.1]", "[127.0.0.1]:80",
+		"fe80::1%eth0", "[fe80::1%eth0]", "[fe80::1%25eth0]:80", "exa mple.com", "a..b", "_x.example",
+	} {
+		if p, err := ParseHostPattern(s); err == nil {
+			t.Errorf("ParseHostPattern(%q) = %+v, want an error", s, p)
+		}
+	}
+}

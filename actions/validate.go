@@ -145,13 +145,35 @@ func (a Action) validate(l Limits) error {
 	if a.Kind == KindInvalid || a.Kind >= kindEnd {
 		return invalidf("unknown kind")
 	}
-	if extra := a.present() &^ kindFields[a.Kind]; extra != 0 {
-		for i, name := range fieldNames {
-			if extra&(1<<i) != 0 {
-				return invalidf("%s is not used by %s", name, a.Kind)
-			}
+	if err := a.checkUnused(); err != nil {
+		return err
+	}
+	if err := a.checkPointer(l); err != nil {
+		return err
+	}
+	if err := a.checkKeys(); err != nil {
+		return err
+	}
+	if err := a.checkDuration(l); err != nil {
+		return err
+	}
+	return a.checkKind(l)
+}
+
+// checkUnused rejects the first field a sets that its kind does not use.
+func (a Action) checkUnused() error {
+	extra := a.present() &^ kindFields[a.Kind]
+	for i, name := range fieldNames {
+		if extra&(1<<i) != 0 {
+			return invalidf("%s is not used by %s", name, a.Kind)
 		}
 	}
+	return nil
+}
+
+// checkPointer checks the pointer's fields: where it acts (At, a drag's
+// Path), the button and held modifiers.
+func (a Action) checkPointer(l Limits) error {
 	uses := kindFields[a.Kind]
 	if uses&fAt != 0 {
 		switch {
@@ -164,16 +186,8 @@ func (a Action) validate(l Limits) error {
 		}
 	}
 	if a.Kind == Drag {
-		if len(a.Path) < 2 {
-			return invalidf("path needs at least 2 points, it has %d", len(a.Path))
-		}
-		if len(a.Path) > l.MaxPath {
-			return invalidf("path has %d points, the limit is %d", len(a.Path), l.MaxPath)
-		}
-		for i, p := range a.Path {
-			if !finite(p) {
-				return invalidf("path[%d] %v is not a finite point", i, p)
-			}
+		if err := checkPath(a.Path, l.MaxPath); err != nil {
+			return err
 		}
 	}
 	if uses&fButton != 0 && a.Button > Forward {
@@ -184,78 +198,118 @@ func (a Action) validate(l Limits) error {
 			return fmt.Errorf("modifiers: %w", err)
 		}
 	}
-	if a.Kind == Scroll {
+	return nil
+}
+
+// checkPath checks a drag's path: 2..limit finite points.
+func checkPath(path []Point, limit int) error {
+	if len(path) < 2 {
+		return invalidf("path needs at least 2 points, it has %d", len(path))
+	}
+	if len(path) > limit {
+		return invalidf("path has %d points, the limit is %d", len(path), limit)
+	}
+	for i, p := range path {
+		if !finite(p) {
+			return invalidf("path[%d] %v is not a finite point", i, p)
+		}
+	}
+	return nil
+}
+
+// checkKeys checks the chord of a kind that presses keys.
+func (a Action) checkKeys() error {
+	if kindFields[a.Kind]&fKeys == 0 {
+		return nil
+	}
+	if len(a.Keys) == 0 {
+		return invalidf("keys are empty")
+	}
+	if err := checkChord(a.Keys, false); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	return nil
+}
+
+// checkDuration checks HoldKey's and Wait's duration.
+func (a Action) checkDuration(l Limits) error {
+	if kindFields[a.Kind]&fDuration == 0 {
+		return nil
+	}
+	switch {
+	case a.Duration < 0:
+		return invalidf("duration %v is negative", a.Duration)
+	case a.Duration == 0 && a.Kind == HoldKey:
+		return invalidf("duration is required")
+	case a.Duration > l.MaxDuration:
+		return invalidf("duration %v is over the limit of %v", a.Duration, l.MaxDuration)
+	}
+	return nil
+}
+
+// checkKind checks the fields only one or two kinds use.
+func (a Action) checkKind(l Limits) error {
+	switch a.Kind {
+	case Scroll:
 		switch {
 		case math.IsNaN(a.DeltaX) || math.IsInf(a.DeltaX, 0) || math.IsNaN(a.DeltaY) || math.IsInf(a.DeltaY, 0):
 			return invalidf("scroll delta (%g,%g) is not finite", a.DeltaX, a.DeltaY)
 		case a.DeltaX == 0 && a.DeltaY == 0:
 			return invalidf("dx and dy are both zero")
 		}
-	}
-	if uses&fKeys != 0 {
-		if len(a.Keys) == 0 {
-			return invalidf("keys are empty")
-		}
-		if err := checkChord(a.Keys, false); err != nil {
-			return fmt.Errorf("keys: %w", err)
-		}
-	}
-	if uses&fDuration != 0 {
-		switch {
-		case a.Duration < 0:
-			return invalidf("duration %v is negative", a.Duration)
-		case a.Duration == 0 && a.Kind == HoldKey:
-			return invalidf("duration is required")
-		case a.Duration > l.MaxDuration:
-			return invalidf("duration %v is over the limit of %v", a.Duration, l.MaxDuration)
-		}
-	}
-	if a.Kind == SwitchTab || a.Kind == CloseTab {
+	case SwitchTab, CloseTab:
 		if a.Tab < 0 || a.Tab > 999 {
 			return invalidf("tab %d is out of range", a.Tab)
 		}
-	}
-	if a.Kind == Dialog && a.Text != "" {
-		switch {
-		case len(a.Text) > l.MaxText:
-			return invalidf("text is %d bytes, the limit is %d", len(a.Text), l.MaxText)
-		case !utf8.ValidString(a.Text):
-			return invalidf("text is not valid UTF-8")
+	case Dialog:
+		if a.Text != "" {
+			return checkText(a.Text, l.MaxText)
 		}
-	}
-	if a.Kind == Upload {
-		switch {
-		case len(a.Files) == 0:
-			return invalidf("files are required")
-		case len(a.Files) > 16:
-			return invalidf("%d files, the limit is 16", len(a.Files))
-		}
-		for i, f := range a.Files {
-			if f == "" || len(f) > 4096 || !utf8.ValidString(f) || strings.ContainsRune(f, 0) {
-				return invalidf("files[%d] is not a usable path", i)
-			}
-		}
-	}
-	if a.Kind == Type {
-		switch {
-		case a.Text == "":
+	case Upload:
+		return checkFiles(a.Files)
+	case Type:
+		if a.Text == "" {
 			return invalidf("text is empty")
-		case len(a.Text) > l.MaxText:
-			return invalidf("text is %d bytes, the limit is %d", len(a.Text), l.MaxText)
-		case !utf8.ValidString(a.Text):
-			return invalidf("text is not valid UTF-8")
 		}
-	}
-	if a.Kind == Zoom {
+		return checkText(a.Text, l.MaxText)
+	case Zoom:
 		switch {
 		case !finite(a.Region.Min) || !finite(a.Region.Max):
 			return invalidf("region %v is not finite", a.Region)
 		case a.Region.Empty():
 			return invalidf("region %v is empty", a.Region)
 		}
-	}
-	if a.Kind == Navigate {
+	case Navigate:
 		return checkURL(a.URL, l.MaxURL)
+	}
+	return nil
+}
+
+// checkText checks typed text, or a prompt dialog's answer: at most limit
+// bytes of UTF-8.
+func checkText(text string, limit int) error {
+	switch {
+	case len(text) > limit:
+		return invalidf("text is %d bytes, the limit is %d", len(text), limit)
+	case !utf8.ValidString(text):
+		return invalidf("text is not valid UTF-8")
+	}
+	return nil
+}
+
+// checkFiles checks Upload's paths: 1..16 non-empty UTF-8 paths without
+// NUL, each at most 4096 bytes.
+func checkFiles(files []string) error {
+	switch {
+	case len(files) == 0:
+		return invalidf("files are required")
+	case len(files) > 16:
+		return invalidf("%d files, the limit is 16", len(files))
+	}
+	for i, f := range files {
+		if f == "" || len(f) > 4096 || !utf8.ValidString(f) || strings.ContainsRune(f, 0) {
+			return invalidf("files[%d] is not a usable path", i)
+		}
 	}
 	return nil
 }
