@@ -44,7 +44,7 @@ func (d *db) Heartbeat(ctx context.Context, r Replica) (bool, error) {
 		return false, fmt.Errorf("heartbeat of replica %s: the lease ends (%v) before it is renewed (%v)", r.ID, r.Expires, r.Renewed)
 	}
 	lapsed := false
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var expires int64
 		err := tx.QueryRowContext(ctx, d.q(`SELECT expires_us FROM replicas WHERE id = ?`), r.ID).Scan(&expires)
 		switch {
@@ -88,7 +88,7 @@ func (d *db) Replicas(ctx context.Context) ([]Replica, error) {
 
 // DeleteReplica removes a replica's row.
 func (d *db) DeleteReplica(ctx context.Context, id string) error {
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, d.q(`DELETE FROM replicas WHERE id = ?`), id)
 		return err
 	})
@@ -107,7 +107,7 @@ func (d *db) CreateOwnedSession(ctx context.Context, s Session, replica string) 
 	case replica == "":
 		return fmt.Errorf("create session %s: empty owner", s.ID)
 	}
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if err := d.insertSession(ctx, tx, s); err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (d *db) ClaimSession(ctx context.Context, session, replica string, epoch in
 		at = now()
 	}
 	var o Owner
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var n int64
 		if epoch == 0 {
 			res, err := tx.ExecContext(ctx, d.q(`INSERT INTO session_owners (session, owner, epoch, since_us) VALUES (?, ?, 1, ?)
@@ -218,7 +218,7 @@ func (d *db) ReleaseSessions(ctx context.Context, replica string) (int, error) {
 		return 0, errors.New("release sessions: empty replica id")
 	}
 	var n int64
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, d.q(`UPDATE session_owners SET owner = '', epoch = epoch + 1, since_us = ? WHERE owner = ?`),
 			micros(now()), replica)
 		if err != nil {

@@ -15,38 +15,21 @@ import (
 type db struct {
 	sql    *sql.DB
 	dollar bool // $1 placeholders (PostgreSQL) instead of ?
-	// wsem, if not nil, lets one write transaction of this process run at
-	// a time (SQLite has one writer; queueing here is cheaper than SQLite's
-	// busy loop). Other processes are kept apart by the busy timeout.
-	wsem        chan struct{}
+	// c runs every write of this process, one group transaction at a time
+	// (commit.go). SQLite has one writer anyway; other processes on the
+	// same file are kept apart by the busy timeout.
+	c           *committer
 	fkViolation func(error) bool
+	retryable   func(error) bool // see committer.retryable; nil: none
 }
 
 func (d *db) q(query string) string { return rebind(d.dollar, query) }
 
-// write runs fn in a transaction and commits it.
-func (d *db) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	if d.wsem != nil {
-		select {
-		case d.wsem <- struct{}{}:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		defer func() { <-d.wsem }()
-	}
-	tx, err := d.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+// Close stores the writes already queued, then closes the database.
+func (d *db) Close() error {
+	d.c.close()
+	return d.sql.Close()
 }
-
-// Close closes the database.
-func (d *db) Close() error { return d.sql.Close() }
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -152,7 +135,7 @@ func (d *db) CreateSession(ctx context.Context, s Session) error {
 	if s.ID == "" {
 		return errors.New("create session: empty id")
 	}
-	err := d.write(ctx, func(tx *sql.Tx) error { return d.insertSession(ctx, tx, s) })
+	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return d.insertSession(ctx, tx, s) })
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", s.ID, err)
 	}
@@ -180,27 +163,29 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), args...)
 
 // UpdateSession replaces the stored s (by ID); an unknown id is ErrNotFound.
 func (d *db) UpdateSession(ctx context.Context, s Session) error {
+	o, err := updateSessionOp(s)
+	return d.run(ctx, o, err)
+}
+
+func updateSessionOp(s Session) (op, error) {
 	args, err := sessionArgs(s)
 	if err != nil {
-		return fmt.Errorf("update session %s: %w", s.ID, err)
+		return nil, fmt.Errorf("update session %s: %w", s.ID, err)
 	}
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
 		res, err := tx.ExecContext(ctx, d.q(`UPDATE sessions SET kind = ?, title = ?, status = ?, config = ?, state = ?,
 url = ?, step = ?, error = ?, created_us = ?, updated_us = ? WHERE id = ?`), args...)
+		if err == nil {
+			var n int64
+			if n, err = res.RowsAffected(); err == nil && n == 0 {
+				err = ErrNotFound
+			}
+		}
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("update session %s: %w", s.ID, err)
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("update session %s: %w", s.ID, err)
-	}
-	return nil
+		return nil, nil
+	}, nil
 }
 
 // Session returns one session; an unknown id is ErrNotFound.
@@ -268,32 +253,33 @@ func scanEvent(sc scanner) (Event, error) {
 // AppendEvent stores e with the next Seq of its session and sets e.Seq.
 // A zero e.Time is set to now; e.Time is set to the stored time.
 func (d *db) AppendEvent(ctx context.Context, e *Event) error {
+	o, err := appendEventOp(e)
+	return d.run(ctx, o, err)
+}
+
+func appendEventOp(e *Event) (op, error) {
 	if e == nil {
-		return errors.New("append event: nil event")
+		return nil, errors.New("append event: nil event")
 	}
 	data, err := jsonArg("data", e.Data)
 	if err != nil {
-		return fmt.Errorf("append event to session %s: %w", e.Session, err)
+		return nil, fmt.Errorf("append event to session %s: %w", e.Session, err)
 	}
 	t := e.Time
 	if t.IsZero() {
 		t = now()
 	}
-	var seq int64
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		if seq, err = d.bump(ctx, tx, e.Session, "event_seq"); err != nil {
-			return err
+	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
+		seq, err := d.bump(ctx, tx, e.Session, "event_seq")
+		if err == nil {
+			_, err = tx.ExecContext(ctx, d.q(`INSERT INTO events (session, seq, type, data, time_us) VALUES (?, ?, ?, ?, ?)`),
+				e.Session, seq, e.Type, data, micros(t))
 		}
-		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO events (session, seq, type, data, time_us) VALUES (?, ?, ?, ?, ?)`),
-			e.Session, seq, e.Type, data, micros(t))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("append event to session %s: %w", e.Session, err)
-	}
-	e.Seq, e.Time = seq, fromMicros(micros(t))
-	return nil
+		if err != nil {
+			return nil, fmt.Errorf("append event to session %s: %w", e.Session, err)
+		}
+		return func() { e.Seq, e.Time = seq, fromMicros(micros(t)) }, nil
+	}, nil
 }
 
 // Events returns a session's events with Seq > after, in order.
@@ -316,32 +302,33 @@ func scanMessage(sc scanner) (Message, error) {
 // AppendMessage stores m with the next message Seq of its session and sets
 // m.Seq. A zero m.Time is set to now; m.Time is set to the stored time.
 func (d *db) AppendMessage(ctx context.Context, m *Message) error {
+	o, err := appendMessageOp(m)
+	return d.run(ctx, o, err)
+}
+
+func appendMessageOp(m *Message) (op, error) {
 	if m == nil {
-		return errors.New("append message: nil message")
+		return nil, errors.New("append message: nil message")
 	}
 	content, err := jsonArg("content", m.Content)
 	if err != nil {
-		return fmt.Errorf("append message to session %s: %w", m.Session, err)
+		return nil, fmt.Errorf("append message to session %s: %w", m.Session, err)
 	}
 	t := m.Time
 	if t.IsZero() {
 		t = now()
 	}
-	var seq int64
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		if seq, err = d.bump(ctx, tx, m.Session, "message_seq"); err != nil {
-			return err
+	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
+		seq, err := d.bump(ctx, tx, m.Session, "message_seq")
+		if err == nil {
+			_, err = tx.ExecContext(ctx, d.q(`INSERT INTO messages (session, seq, role, content, call_id, time_us) VALUES (?, ?, ?, ?, ?, ?)`),
+				m.Session, seq, m.Role, content, m.CallID, micros(t))
 		}
-		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO messages (session, seq, role, content, call_id, time_us) VALUES (?, ?, ?, ?, ?, ?)`),
-			m.Session, seq, m.Role, content, m.CallID, micros(t))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("append message to session %s: %w", m.Session, err)
-	}
-	m.Seq, m.Time = seq, fromMicros(micros(t))
-	return nil
+		if err != nil {
+			return nil, fmt.Errorf("append message to session %s: %w", m.Session, err)
+		}
+		return func() { m.Seq, m.Time = seq, fromMicros(micros(t)) }, nil
+	}, nil
 }
 
 // Messages returns a session's messages in order.
@@ -365,29 +352,32 @@ func scanToolCall(sc scanner) (ToolCall, error) {
 // PutToolCall inserts or replaces a call, by (Session, ID). A replaced call
 // keeps its place in ToolCalls' order.
 func (d *db) PutToolCall(ctx context.Context, c ToolCall) error {
+	o, err := putToolCallOp(c)
+	return d.run(ctx, o, err)
+}
+
+func putToolCallOp(c ToolCall) (op, error) {
 	if c.ID == "" {
-		return fmt.Errorf("put tool call in session %s: empty id", c.Session)
+		return nil, fmt.Errorf("put tool call in session %s: empty id", c.Session)
 	}
 	js, err := jsonArgs("input", c.Input, "result", c.Result)
 	if err != nil {
-		return fmt.Errorf("put tool call %s: %w", c.ID, err)
+		return nil, fmt.Errorf("put tool call %s: %w", c.ID, err)
 	}
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
 		ord, err := d.bump(ctx, tx, c.Session, "call_seq")
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO tool_calls (session, id, ord, step, name, input, status, result, created_us, updated_us)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, d.q(`INSERT INTO tool_calls (session, id, ord, step, name, input, status, result, created_us, updated_us)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (session, id) DO UPDATE SET step = excluded.step, name = excluded.name, input = excluded.input,
 status = excluded.status, result = excluded.result, created_us = excluded.created_us, updated_us = excluded.updated_us`),
-			c.Session, c.ID, ord, c.Step, c.Name, js[0], c.Status, js[1], micros(c.Created), micros(c.Updated))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("put tool call %s: %w", c.ID, err)
-	}
-	return nil
+				c.Session, c.ID, ord, c.Step, c.Name, js[0], c.Status, js[1], micros(c.Created), micros(c.Updated))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("put tool call %s: %w", c.ID, err)
+		}
+		return nil, nil
+	}, nil
 }
 
 // ToolCalls returns a session's calls in the order they were first put.
@@ -422,7 +412,7 @@ func (d *db) PutApproval(ctx context.Context, a Approval) error {
 	if err != nil {
 		return fmt.Errorf("put approval %s: %w", a.ID, err)
 	}
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO approvals (`+approvalCols+`)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET session = excluded.session, call_id = excluded.call_id, idx = excluded.idx,
@@ -502,7 +492,7 @@ func (d *db) Decide(ctx context.Context, id, status string, decision json.RawMes
 		at = now()
 	}
 	var a Approval
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, d.q(`UPDATE approvals SET status = ?, decision = ?, decided_by = ?, decided_us = ?
 WHERE id = ? AND status = ?`), status, dec, by, micros(at), id, ApprovalPending)
 		if err != nil {
@@ -554,7 +544,7 @@ func (d *db) AppendAudit(ctx context.Context, a *Audit) error {
 		t = now()
 	}
 	var id int64
-	err = d.write(ctx, func(tx *sql.Tx) error {
+	err = d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return tx.QueryRowContext(ctx, d.q(`INSERT INTO audit (time_us, actor, action, session, subject, detail)
 VALUES (?, ?, ?, ?, ?, ?) RETURNING id`), micros(t), a.Actor, a.Action, a.Session, a.Subject, detail).Scan(&id)
 	})
@@ -592,22 +582,26 @@ func scanShot(sc scanner) (Shot, error) {
 // PutShot inserts or replaces a shot, by (Session, Name). An unknown
 // session is ErrNotFound.
 func (d *db) PutShot(ctx context.Context, s Shot) error {
+	o, err := putShotOp(s)
+	return d.run(ctx, o, err)
+}
+
+func putShotOp(s Shot) (op, error) {
 	if s.Name == "" {
-		return fmt.Errorf("put shot in session %s: empty name", s.Session)
+		return nil, fmt.Errorf("put shot in session %s: empty name", s.Session)
 	}
-	err := d.write(ctx, func(tx *sql.Tx) error {
+	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
 		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO shots (session, name, frame_id, step, bytes, time_us) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (session, name) DO UPDATE SET frame_id = excluded.frame_id, step = excluded.step, bytes = excluded.bytes,
 time_us = excluded.time_us`), s.Session, s.Name, s.FrameID, s.Step, s.Bytes, micros(s.Time))
 		if d.fkViolation(err) {
-			return fmt.Errorf("session %s: %w", s.Session, ErrNotFound)
+			err = fmt.Errorf("session %s: %w", s.Session, ErrNotFound)
 		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("put shot %s: %w", s.Name, err)
-	}
-	return nil
+		if err != nil {
+			return nil, fmt.Errorf("put shot %s: %w", s.Name, err)
+		}
+		return nil, nil
+	}, nil
 }
 
 // Shots returns a session's shots by time, then name.

@@ -32,14 +32,21 @@ func openPostgres(ctx context.Context, dsn string) (*db, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redactDSN(dsn), err)
 	}
-	return &db{
+	d := &db{
 		sql:    sdb,
 		dollar: true,
 		fkViolation: func(err error) bool {
 			var pe *pgconn.PgError
 			return errors.As(err, &pe) && pe.Code == "23503" // foreign_key_violation
 		},
-	}, nil
+		retryable: func(err error) bool {
+			var pe *pgconn.PgError
+			// deadlock_detected, serialization_failure
+			return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+		},
+	}
+	d.startCommitter()
+	return d, nil
 }
 
 // redactDSN hides a password in a DSN meant for an error message.

@@ -70,12 +70,13 @@ func openSQLite(ctx context.Context, path string) (*db, error) {
 		sdb.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &db{
-		sql:  sdb,
-		wsem: make(chan struct{}, 1),
+	d := &db{
+		sql: sdb,
 		fkViolation: func(err error) bool {
 			var se *sqlite.Error
 			return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 		},
-	}, nil
+	}
+	d.startCommitter()
+	return d, nil
 }

@@ -7,8 +7,11 @@
 // (pgx), which several server replicas can share. Open picks one by the DSN.
 //
 // Every method is durable when it returns: a kill -9 right after loses
-// nothing that was acknowledged. Records are plain data; payloads the store
-// does not interpret are JSON (json.RawMessage).
+// nothing that was acknowledged. Writes that run at the same time share a
+// transaction and one sync to disk (group commit), and a Batch stores
+// several writes together, so durability costs one sync per batch of
+// writes rather than one per write. Records are plain data; payloads the
+// store does not interpret are JSON (json.RawMessage).
 package store
 
 import (
@@ -226,6 +229,17 @@ type Store interface {
 
 	PutShot(ctx context.Context, s Shot) error
 	Shots(ctx context.Context, session string) ([]Shot, error)
+
+	// Write stores a Batch's writes in one transaction, in order: all of
+	// them or none. It returns once they are durable.
+	Write(ctx context.Context, b *Batch) error
+	// WriteAsync queues a Batch and returns at once. done (if not nil)
+	// is called once the batch is durable or failed, with Write's error,
+	// in the order this Store's writes were queued, on the store's own
+	// goroutine: it must be quick and must not call the store. An empty
+	// batch stores nothing, and its done is called once every write
+	// queued before it is done.
+	WriteAsync(b *Batch, done func(error))
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
