@@ -9,7 +9,6 @@ import (
 	"image/color"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -354,15 +354,9 @@ func loadAverage() string {
 }
 
 // percentile returns the p-th percentile of ds in milliseconds (nearest
-// rank).
+// rank, see internal/stats).
 func percentile(ds []time.Duration, p int) float64 {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := max((p*len(s)+99)/100, 1) - 1
-	return float64(s[i].Microseconds()) / 1000
+	return stats.Millis(stats.Percentile(ds, float64(p)))
 }
 
 // BenchmarkStepPhases splits a FrameControl step at the model's size into
