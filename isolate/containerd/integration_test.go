@@ -25,6 +25,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
@@ -455,10 +456,7 @@ func BenchmarkStart(b *testing.B) {
 			b.Fatalf("first screenshot: %v", err)
 		}
 	}
-	p50 := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Milliseconds())
-	}
+	p50 := func(ds []time.Duration) float64 { return stats.Millis(stats.Percentile(ds, 50)) }
 	b.ReportMetric(p50(total), "p50-ms")
 	b.ReportMetric(p50(ctr), "container-p50-ms")
 	b.ReportMetric(p50(brw), "browser-p50-ms")
