@@ -163,8 +163,7 @@ func TestHitTestHungPage(t *testing.T) {
 	}
 	defer d.Close(context.Background())
 	load(t, d, "a.html")
-	eval[float64](t, d, "setTimeout(() => { for (;;) {} }, 50), 1")
-	time.Sleep(200 * time.Millisecond) // let the loop start: this test is about a page that is already hung
+	hang(t, d) // this test is about a page that is already hung
 	_, err = d.HitTest(t.Context(), actions.Pt(10, 10))
 	if !errors.Is(err, ErrUnresponsive) {
 		t.Errorf("HitTest() on a hung page = %v, want ErrUnresponsive", err)
