@@ -252,25 +252,28 @@ func TestAskNeedsADeadline(t *testing.T) {
 }
 
 func TestSubscriberThatFallsBehindIsClosed(t *testing.T) {
-	q := approvals.NewQueue(approvals.QueueConfig{})
-	events := q.Subscribe(t.Context())
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	for i := range 70 {
-		wg.Go(func() { _, _ = q.Ask(ctx, newRequest("s", fmt.Sprint("c", i), 0)) })
-	}
-	for len(q.Pending()) < 70 {
-		time.Sleep(time.Millisecond) // the asks are in other goroutines; no timing is asserted
-	}
-	n := 0
-	for range events {
-		n++
-	}
-	if n != 64 {
-		t.Errorf("a subscriber that read nothing got %d events before its channel closed, want 64", n)
-	}
-	cancel()
-	wg.Wait()
+	synctest.Test(t, func(t *testing.T) {
+		q := approvals.NewQueue(approvals.QueueConfig{})
+		events := q.Subscribe(t.Context())
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for i := range 70 {
+			wg.Go(func() { _, _ = q.Ask(ctx, newRequest("s", fmt.Sprint("c", i), 0)) })
+		}
+		synctest.Wait() // every ask is in the queue, waiting for a verdict
+		if n := len(q.Pending()); n != 70 {
+			t.Fatalf("Pending() with 70 askers waiting lists %d requests, want 70", n)
+		}
+		n := 0
+		for range events {
+			n++
+		}
+		if n != 64 {
+			t.Errorf("a subscriber that read nothing got %d events before its channel closed, want 64", n)
+		}
+		cancel()
+		wg.Wait()
+	})
 }
 
 // TestConcurrentDecisions runs askers, deciders and readers at once; run

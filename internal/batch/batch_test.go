@@ -348,7 +348,7 @@ func TestRunRefusesASecondProcess(t *testing.T) {
 			_, err := batch.Run(t.Context(), jobs("a:pass:10"), batch.Config{Out: dir, Runner: f.run})
 			done <- err
 		}()
-		time.Sleep(time.Second)
+		synctest.Wait() // the first Run holds the lock and runs its job (10s of fake time)
 		_, err := batch.Run(t.Context(), jobs("a:pass:10"), batch.Config{Out: dir, Runner: f.run})
 		if !errors.Is(err, batch.ErrLocked) {
 			t.Errorf("Run() on a running batch error = %v, want ErrLocked", err)
