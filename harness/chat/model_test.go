@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -660,12 +661,15 @@ func TestErrors(t *testing.T) {
 	})
 }
 
+// TestRetry runs the Model against the fake in-process inside a synctest
+// bubble: the wait the server's Retry-After asks for takes no real time,
+// and is measured exactly.
 func TestRetry(t *testing.T) {
 	tests := []struct {
-		name    string
-		header  http.Header
-		code    int
-		minWait time.Duration
+		name   string
+		header http.Header
+		code   int
+		wait   time.Duration
 	}{
 		{"429 retry-after", http.Header{"Retry-After": {"1"}}, http.StatusTooManyRequests, time.Second},
 		{"503 retry-after-ms", http.Header{"Retry-After-Ms": {"50"}}, http.StatusServiceUnavailable, 50 * time.Millisecond},
@@ -673,22 +677,24 @@ func TestRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := chattest.NewServer(t, chattest.Reply{Code: tt.code, Header: tt.header}, chattest.Text("ok"))
-			m, err := chat.New(chat.Config{BaseURL: srv.URL, Model: "m", MaxRetries: 2, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			turn, err := m.Next(t.Context(), harness.Input{Task: "x"})
-			elapsed := time.Since(start)
-			if err != nil || turn.Text != "ok" {
-				t.Fatalf("Next() = %+v, %v; want the reply after the retry", turn, err)
-			}
-			if n := len(srv.Requests()); n != 2 {
-				t.Errorf("requests = %d, want 2", n)
-			}
-			if elapsed < tt.minWait {
-				t.Errorf("Next() took %v, want at least %v (the server's retry-after)", elapsed, tt.minWait)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				m, err := chat.New(chat.Config{BaseURL: srv.URL, HTTPClient: &http.Client{Transport: srv.Transport()}, Model: "m", MaxRetries: 2, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				turn, err := m.Next(t.Context(), harness.Input{Task: "x"})
+				elapsed := time.Since(start)
+				if err != nil || turn.Text != "ok" {
+					t.Fatalf("Next() = %+v, %v; want the reply after the retry", turn, err)
+				}
+				if n := len(srv.Requests()); n != 2 {
+					t.Errorf("requests = %d, want 2", n)
+				}
+				if elapsed != tt.wait {
+					t.Errorf("Next() took %v, want %v (the server's retry-after)", elapsed, tt.wait)
+				}
+			})
 		})
 	}
 }

@@ -396,3 +396,26 @@ func completion(id, model string, r Reply) map[string]any {
 		"prompt_logprobs": nil,
 	}
 }
+
+// Transport returns a RoundTripper that serves requests in-process from
+// the same script, without the network, so that a Model can use the fake
+// inside a testing/synctest bubble, where the waits a Retry-After asks for
+// take no real time: set it as the Transport of chat.Config.HTTPClient
+// (BaseURL stays s.URL).
+func (s *Server) Transport() http.RoundTripper { return transport{s} }
+
+type transport struct{ s *Server }
+
+func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	rec := httptest.NewRecorder()
+	t.s.serve(rec, r)
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
