@@ -35,7 +35,13 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 	if timeout == 0 {
 		timeout = d.cfg.SettleTimeout
 	}
+	if _, open := d.Dialog(); open {
+		return d.blockedShot(req)
+	}
 	settled, view, err := d.settle(ctx, timeout)
+	if errors.Is(err, errBlocked) {
+		return d.blockedShot(req)
+	}
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
@@ -46,6 +52,9 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 		data, err = d.grab(req)
 		return err
 	})
+	if errors.Is(err, errBlocked) {
+		return d.blockedShot(req)
+	}
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
@@ -53,12 +62,21 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
 	}
+	shot := d.shot(req, data, actions.Pt(view.ScrollX, view.ScrollY), cmp.Or(view.Zoom, 1), settled, taken)
+	d.last.req, d.last.data, d.last.frame = req, data, shot.Frame
+	return shot, nil
+}
 
+// shot numbers a capture and gathers the notes for the model.
+func (d *Display) shot(req captureReq, data []byte, scroll actions.Point, zoom float64, settled screen.Settle, taken time.Time) screen.Shot {
 	d.seq++
 	url := d.page.URL()
 	events := d.state.takeEvents()
 	if d.seq > 1 && url != d.lastURL {
 		events = append(events, "the page is now at "+url)
+	}
+	if dl, open := d.Dialog(); open {
+		events = append(events, dialogNote(dl))
 	}
 	d.lastURL = url
 	dpr := d.cfg.DPR
@@ -72,14 +90,46 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 			Clip:     req.clip,
 			Capture:  screen.Size{W: round(req.clip.Dx() * dpr), H: round(req.clip.Dy() * dpr)},
 			Sent:     req.size,
-			Scroll:   actions.Pt(view.ScrollX, view.ScrollY),
-			Zoom:     cmp.Or(view.Zoom, 1),
+			Scroll:   scroll,
+			Zoom:     zoom,
 			Format:   req.format,
 			Settle:   settled,
 		},
 		Data:   data,
 		Events: events,
-	}, nil
+	}
+}
+
+// blockedShot is the capture while a JavaScript dialog blocks the page,
+// when the page draws nothing and answers nothing: the previous image of
+// the same request again, or a blank one, with the dialog in the notes.
+func (d *Display) blockedShot(req captureReq) (screen.Shot, error) {
+	data, scroll, zoom := d.last.data, d.last.frame.Scroll, d.last.frame.Zoom
+	if data == nil || d.last.req != req {
+		var err error
+		if data, err = blankImage(req); err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		scroll, zoom = actions.Point{}, 1
+	}
+	return d.shot(req, data, scroll, zoom,
+		screen.Settle{Reason: "a JavaScript dialog blocks the page; the screenshot shows the page as it was drawn last"}, time.Now()), nil
+}
+
+// blankImage encodes a white image of the size req wants.
+func blankImage(req captureReq) ([]byte, error) {
+	img := image.NewGray(image.Rect(0, 0, req.size.W, req.size.H))
+	for i := range img.Pix {
+		img.Pix[i] = 0xff
+	}
+	var b bytes.Buffer
+	var err error
+	if req.format == screen.JPEG {
+		err = jpeg.Encode(&b, img, &jpeg.Options{Quality: req.quality})
+	} else {
+		err = png.Encode(&b, img)
+	}
+	return b.Bytes(), err
 }
 
 // captureReq is a validated capture request.

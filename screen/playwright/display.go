@@ -88,6 +88,14 @@ type Config struct {
 	// screenshot); a page that does not answer in time gives an error
 	// wrapping ErrUnresponsive. 0 means DefaultCommandTimeout.
 	CommandTimeout time.Duration
+	// DismissDialogs makes displays dismiss each JavaScript dialog as it
+	// opens, with a note for the model. By default a dialog stays open and
+	// blocks the page until the Dialog action answers it; Dialog reports
+	// it meanwhile.
+	DismissDialogs bool
+	// UploadDir is the directory that relative paths of the Upload action
+	// are taken from; empty means the process's working directory.
+	UploadDir string
 	// Logger receives the driver's diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -381,6 +389,13 @@ type Display struct {
 	seq     int        // frames captured
 	lastURL string     // URL of the previous capture
 	pointer pointer    // where the mouse is, CSS px
+	// last is the previous capture, shown again while a dialog blocks the
+	// page.
+	last struct {
+		req   captureReq
+		data  []byte
+		frame screen.Frame
+	}
 }
 
 // NewDisplay opens a page in a new browser context, so that it shares no
@@ -397,7 +412,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 	d := &Display{
 		cfg:    cfg,
 		b:      b,
-		state:  newPageState(),
+		state:  newPageState(b.cfg.DismissDialogs),
 		busy:   make(chan struct{}, 1),
 		closed: make(chan struct{}),
 	}
@@ -496,13 +511,20 @@ func (d *Display) goneCause() string {
 }
 
 // run runs f, which makes Playwright calls, on a goroutine of its own and
-// waits for it, for ctx to end, or for timeout to pass. Only one f runs at
+// waits for it, for ctx to end, for timeout to pass, or for a JavaScript
+// dialog to open (errBlocked). Only one f runs at
 // a time: a call that an earlier run left behind must end first, within
 // the same timeout. f gets a context that ends when run returns, to stop
 // between calls (a held key is released then).
 func (d *Display) run(ctx context.Context, timeout time.Duration, f func(ctx context.Context) error) error {
 	if err := d.check(); err != nil {
 		return err
+	}
+	blocked := d.state.dialogOpened()
+	select {
+	case <-blocked:
+		return errBlocked
+	default:
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -534,8 +556,15 @@ func (d *Display) run(ctx context.Context, timeout time.Duration, f func(ctx con
 		return unresponsive()
 	case <-d.closed:
 		return fmt.Errorf("display closed: %w", screen.ErrGone)
+	case <-blocked:
+		// f goes on once the dialog is answered, holding busy till then.
+		return errBlocked
 	}
 }
+
+// errBlocked marks a call whose wait ended because a JavaScript dialog
+// opened (or was open): the page answers nothing until it is answered.
+var errBlocked = fmt.Errorf("%w while a JavaScript dialog is open", ErrUnresponsive)
 
 // translate turns an error of a Playwright call into one of ours: a gone
 // browser or page wraps screen.ErrGone, and other Playwright errors keep

@@ -42,7 +42,8 @@ const hitWorld = "spotter-hittest"
 // are never read. HitTest reads the page and changes nothing; it waits for
 // a Perform or Capture in progress and takes at most 5s (less if ctx
 // says so). A page that does not answer in time gives an error wrapping
-// ErrUnresponsive, and a gone display one wrapping screen.ErrGone.
+// ErrUnresponsive, a page blocked by a dialog one naming the dialog, and a
+// gone display one wrapping screen.ErrGone.
 func (d *Display) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
 	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
 		return screen.Target{}, fmt.Errorf("hit-test at %v: %w: not a finite point", p, actions.ErrInvalid)
@@ -70,6 +71,9 @@ func (d *Display) Focused(ctx context.Context) (screen.Target, error) {
 func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (screen.Target, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if dl, open := d.Dialog(); open {
+		return screen.Target{}, fmt.Errorf("%s blocks the page", describeDialog(dl))
+	}
 	var t screen.Target
 	err := d.run(ctx, hitTestTimeout, func(context.Context) error {
 		s, err := d.cdpSession()

@@ -24,18 +24,43 @@ type pointer struct {
 
 // Perform runs one mapped action: its coordinates are CSS pixels of the
 // viewport. It returns once Playwright has delivered the input to the page,
-// not when the page has settled (Capture waits for that). Screenshot, Wait,
-// Zoom and CursorPosition are the harness's own business and give an error
-// wrapping screen.ErrUnsupported.
+// not when the page has settled (Capture waits for that), or once the
+// action opened a JavaScript dialog. While a dialog blocks the page, only
+// Dialog, which answers it, runs; other actions fail with words saying so.
+// Upload answers the file chooser the page opened.
+//
+// Screenshot, Wait, Zoom and CursorPosition are the harness's own business,
+// and the display shows one tab (ListTabs, SwitchTab, CloseTab): these give
+// an error wrapping screen.ErrUnsupported that says so.
 func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a := m.Action
+	dl, _, seen := d.state.currentDialog()
+	if a.Kind == actions.Dialog {
+		if err := d.answerDialog(ctx, a); err != nil {
+			return fmt.Errorf("%s: %w", a.Kind, err)
+		}
+		return nil
+	}
 	p, err := d.plan(a)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.Kind, err)
 	}
-	if err := d.run(ctx, d.cfg.CommandTimeout+a.Duration+eventBudget*inputEvents(a), p); err != nil {
+	if dl != nil {
+		info, _ := d.Dialog()
+		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", a.Kind, describeDialog(info))
+	}
+	err = d.run(ctx, d.cfg.CommandTimeout+a.Duration+eventBudget*inputEvents(a), p)
+	if errors.Is(err, errBlocked) {
+		if _, _, now := d.state.currentDialog(); now != seen {
+			// The action opened a dialog, which answers nothing until it
+			// is answered: the input was delivered. What is left of the
+			// action (a key still to release) runs after the answer.
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", a.Kind, err)
 	}
 	return nil
@@ -81,8 +106,17 @@ func (d *Display) plan(a actions.Action) (func(ctx context.Context) error, error
 		return func(context.Context) error { return d.history(-1) }, nil
 	case actions.GoForward:
 		return func(context.Context) error { return d.history(+1) }, nil
+	case actions.Upload:
+		if len(a.Files) == 0 {
+			return nil, fmt.Errorf("%w: no files", actions.ErrInvalid)
+		}
+		return func(context.Context) error { return d.upload(a.Files) }, nil
+	case actions.ListTabs, actions.SwitchTab, actions.CloseTab:
+		return nil, fmt.Errorf("%w: a Playwright display shows its first tab only; tabs a page opens are noted, not followed", screen.ErrUnsupported)
+	case actions.Screenshot, actions.Wait, actions.Zoom, actions.CursorPosition:
+		return nil, fmt.Errorf("%w: %s is the harness's own business, not a display's", screen.ErrUnsupported, a.Kind)
 	}
-	return nil, screen.ErrUnsupported
+	return nil, fmt.Errorf("%w: action kind %s", screen.ErrUnsupported, a.Kind)
 }
 
 // planPointer plans a mouse action with a.Modifiers held.

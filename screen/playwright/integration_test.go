@@ -153,20 +153,6 @@ func TestSettle(t *testing.T) {
 	})
 }
 
-func TestDialog(t *testing.T) {
-	d := newDisplay(t, DisplayConfig{})
-	load(t, d, pages(t).URL+"/alert")
-	perform(t, d, click(100, 100))
-	shot, err := d.Capture(t.Context(), screen.CaptureOptions{})
-	if err != nil {
-		t.Fatalf("Capture() after an alert = %v", err)
-	}
-	want := `a alert dialog said "hello there"; it was dismissed`
-	if !slices.Contains(shot.Events, want) {
-		t.Errorf("Shot.Events after an alert = %q, want %q", shot.Events, want)
-	}
-}
-
 func TestHoldKeyCanceled(t *testing.T) {
 	d := newDisplay(t, DisplayConfig{})
 	load(t, d, pages(t).URL+"/b")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	pw "github.com/playwright-community/playwright-go"
+
+	"github.com/spotter-harness/spotter/screen"
 )
 
 // pageState is what a display learns from the page's events. Playwright
@@ -22,6 +24,20 @@ type pageState struct {
 	netGen   int64 // request starts and ends seen
 	gone     string
 	events   []string
+	// dismiss makes the display dismiss dialogs as they open
+	// (Config.DismissDialogs); it is set before watch.
+	dismiss bool
+	// dialog is the JavaScript dialog that blocks the page, if any, and
+	// info what it says; dialogSeen counts dialogs that opened, so that a
+	// Perform can tell whether it opened one.
+	dialog     pw.Dialog
+	info       screen.Dialog
+	dialogSeen int
+	// blocked is closed while a dialog is open, and replaced when it is
+	// answered.
+	blocked chan struct{}
+	// chooser is the file chooser the page opened and no upload answered.
+	chooser pw.FileChooser
 }
 
 // request is a network request in flight.
@@ -30,8 +46,9 @@ type request struct {
 	start time.Time
 }
 
-func newPageState() *pageState {
-	return &pageState{changed: make(chan struct{}, 1), requests: map[pw.Request]request{}}
+func newPageState(dismissDialogs bool) *pageState {
+	return &pageState{changed: make(chan struct{}, 1), requests: map[pw.Request]request{}, blocked: make(chan struct{}),
+		dismiss: dismissDialogs}
 }
 
 // watch subscribes s to p's events.
@@ -57,17 +74,104 @@ func (s *pageState) watch(p pw.Page) {
 		s.setGone("the page crashed")
 		s.note("the page crashed")
 	})
-	// Playwright dismisses dialogs by itself only when nobody listens; this
-	// handler runs on a goroutine of Playwright's, so it may answer.
-	p.OnDialog(func(dl pw.Dialog) {
-		if dl.Type() == "beforeunload" {
-			s.note("the page asked to confirm leaving it; it was allowed to")
-			_ = dl.Accept()
+	// Playwright dismisses dialogs by itself only when nobody listens. A
+	// dialog left open blocks the page (every Playwright call on it waits)
+	// until the dialog action answers it.
+	p.OnDialog(s.opened)
+	// With a listener, Playwright intercepts file choosers: no native
+	// one opens, and the Upload action answers it.
+	p.OnFileChooser(func(fc pw.FileChooser) {
+		s.mu.Lock()
+		s.chooser = fc
+		s.mu.Unlock()
+		s.note("%s", chooserNote(fc.IsMultiple()))
+	})
+}
+
+// fileChooser returns the open file chooser, or nil.
+func (s *pageState) fileChooser() pw.FileChooser {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.chooser
+}
+
+// clearChooser forgets fc once it is answered.
+func (s *pageState) clearChooser(fc pw.FileChooser) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chooser == fc {
+		s.chooser = nil
+	}
+}
+
+// opened records a dialog that opened, or dismisses it if s is set to.
+// It runs on a goroutine of Playwright's.
+func (s *pageState) opened(dl pw.Dialog) {
+	info := screen.Dialog{Type: dl.Type(), Message: clip(dl.Message(), 500), DefaultPrompt: clip(dl.DefaultValue(), 500)}
+	if pg := dl.Page(); pg != nil {
+		info.URL = pg.URL()
+	}
+	if s.dismiss {
+		if err := dl.Dismiss(); err != nil {
+			s.note("%s opened and could not be dismissed: %s", describeDialog(info), playwrightText(err))
 			return
 		}
-		s.note("a %s dialog said %q; it was dismissed", dl.Type(), clip(dl.Message(), 200))
-		_ = dl.Dismiss()
-	})
+		s.note("%s opened and was dismissed automatically.", describeDialog(info))
+		return
+	}
+	s.mu.Lock()
+	s.dialog, s.info = dl, info
+	s.dialogSeen++
+	close(s.blocked)
+	s.mu.Unlock()
+	s.poke()
+}
+
+// currentDialog returns the open JavaScript dialog, if any, what it says,
+// and how many dialogs have opened so far.
+func (s *pageState) currentDialog() (pw.Dialog, screen.Dialog, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dialog, s.info, s.dialogSeen
+}
+
+// dialogOpened returns a channel that is closed while a JavaScript dialog
+// is open.
+func (s *pageState) dialogOpened() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blocked
+}
+
+// answered records that dl was answered.
+func (s *pageState) answered(dl pw.Dialog) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dialog != dl {
+		return
+	}
+	s.dialog, s.info = nil, screen.Dialog{}
+	s.blocked = make(chan struct{})
+}
+
+// describeDialog names a dialog and what it says.
+func describeDialog(dl screen.Dialog) string {
+	return fmt.Sprintf("a JavaScript %s dialog (%q)", dl.Type, dl.Message)
+}
+
+// dialogNote tells the model about an open dialog and how to answer it.
+func dialogNote(dl screen.Dialog) string {
+	switch dl.Type {
+	case "alert":
+		return fmt.Sprintf("%s is open and blocks the page; answer it with the dialog action (accept: true).", describeDialog(dl))
+	case "prompt":
+		return fmt.Sprintf("%s is open and blocks the page (default answer %q); answer it with the dialog action: accept with text, or dismiss.",
+			describeDialog(dl), dl.DefaultPrompt)
+	case "beforeunload":
+		return fmt.Sprintf("%s is open: the page asks whether to leave it. Answer with the dialog action: accept leaves the page, dismiss stays.",
+			describeDialog(dl))
+	}
+	return fmt.Sprintf("%s is open and blocks the page; answer it with the dialog action (accept: true for OK, false for Cancel).", describeDialog(dl))
 }
 
 func (s *pageState) finish(r pw.Request) {

@@ -1,0 +1,121 @@
+package playwright
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	pw "github.com/playwright-community/playwright-go"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// Dialog reports the JavaScript dialog that blocks the page, if any. It
+// does not wait for Capture or Perform, so an approver may ask while they
+// run (a beforeunload dialog, which leaves the page when accepted, is one
+// to ask a human about).
+func (d *Display) Dialog() (screen.Dialog, bool) {
+	dl, info, _ := d.state.currentDialog()
+	return info, dl != nil
+}
+
+// answerDialog performs the Dialog action. It does not go through run: the
+// call that the dialog interrupted holds the display's turn until the
+// dialog is answered.
+func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
+	dl, info, _ := d.state.currentDialog()
+	if dl == nil {
+		return errors.New("no JavaScript dialog is open")
+	}
+	if a.Text != "" && info.Type != "prompt" {
+		return fmt.Errorf("%w: text answers a prompt only, and the open dialog is %s", actions.ErrInvalid, describeDialog(info))
+	}
+	if err := d.check(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	d.wg.Go(func() {
+		if a.Accept {
+			done <- dl.Accept(a.Text)
+		} else {
+			done <- dl.Dismiss()
+		}
+	})
+	t := time.NewTimer(d.cfg.CommandTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return d.translate(ctx, fmt.Errorf("answer the dialog: %w", err))
+		}
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return fmt.Errorf("answer the dialog: no answer within %v: %w", d.cfg.CommandTimeout, ErrUnresponsive)
+	case <-d.closed:
+		return fmt.Errorf("display closed: %w", screen.ErrGone)
+	}
+	d.state.answered(dl)
+	verb := "dismissed"
+	if a.Accept {
+		verb = "accepted"
+	}
+	d.state.note("%s was %s.", describeDialog(info), verb)
+	return nil
+}
+
+// chooserNote tells the model about an open file chooser.
+func chooserNote(multiple bool) string {
+	n := "one file"
+	if multiple {
+		n = "one or more files"
+	}
+	return fmt.Sprintf("A file chooser is open (%s). Answer it with the upload action, naming files this session makes available.", n)
+}
+
+// upload performs the Upload action: it hands files to the open file
+// chooser. The Policy decides which paths the model may name; the display
+// refuses paths it cannot find. A connected browser gets the files' bytes
+// through the Playwright connection.
+func (d *Display) upload(files []string) error {
+	fc := d.state.fileChooser()
+	if fc == nil {
+		return errors.New("no file chooser is open; click the page's upload control first")
+	}
+	if !fc.IsMultiple() && len(files) > 1 {
+		return fmt.Errorf("%w: the file chooser takes one file, got %d", actions.ErrInvalid, len(files))
+	}
+	abs := make([]string, 0, len(files))
+	for _, f := range files {
+		p := f
+		if !filepath.IsAbs(p) && d.b.cfg.UploadDir != "" {
+			p = filepath.Join(d.b.cfg.UploadDir, p)
+		}
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("file %q: %v", f, err)
+		}
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("file %q not found", f)
+		case err != nil:
+			return fmt.Errorf("file %q: %v", f, err)
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("file %q is not a regular file", f)
+		}
+		abs = append(abs, p)
+	}
+	if err := fc.SetFiles(abs, pw.FileChooserSetFilesOptions{
+		Timeout: new(float64(d.cfg.CommandTimeout.Milliseconds())),
+	}); err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	d.state.clearChooser(fc)
+	d.state.note("%d file(s) were handed to the file chooser.", len(files))
+	return nil
+}
