@@ -2,6 +2,7 @@ package vnc_test
 
 import (
 	"context"
+	"image"
 	"testing"
 	"time"
 
@@ -36,7 +37,9 @@ func BenchmarkCapture(b *testing.B) {
 	d := benchDesktop(b)
 	v := dial(b, d, vnc.Config{})
 	ctx := context.Background()
-	time.Sleep(500 * time.Millisecond) // let the desktop settle
+	captureUntil(b, v, "the root colour xsetroot set", func(img image.Image) bool {
+		return rgb(img.At(1270, 790)) == "#336699"
+	})
 
 	b.Run("unchanged", func(b *testing.B) {
 		for b.Loop() {
@@ -109,7 +112,7 @@ func BenchmarkFullUpdate(b *testing.B) {
 		},
 	})
 	waitWindow(b, d, "xterm")
-	time.Sleep(5 * time.Second) // Chromium starts
+	waitWindow(b, d, "chromium")
 	for _, encs := range [][]vnc.Encoding{{vnc.Raw}, {vnc.ZRLE}} {
 		b.Run(encs[0].String(), func(b *testing.B) {
 			v := dial(b, d, vnc.Config{Encodings: encs})
