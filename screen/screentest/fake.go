@@ -1,6 +1,7 @@
 // Package screentest provides Fake, an in-memory display for tests of code
 // that drives a display (the harness loop, provider adapters), without a
-// browser, and Run, the conformance suite every display backend passes.
+// browser, and Run, the conformance suite every display backend passes with
+// the capabilities it declares (see Capability).
 package screentest
 
 import (
