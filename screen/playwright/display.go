@@ -56,8 +56,8 @@ type Config struct {
 	Viewport screen.Size
 	// DPR is the device pixel ratio displays emulate; 0 means 1.
 	DPR float64
-	// Exec is the Chromium binary; empty means /usr/bin/chromium. It
-	// must be empty when WSEndpoint is set.
+	// Exec is the Chromium binary; empty means /usr/bin/chromium. It is
+	// not used when WSEndpoint is set: the server's browser runs.
 	Exec string
 	// WSEndpoint, when set, is the WebSocket URL of a remote Playwright
 	// browser server (a Playwright grid, or chromium.launchServer's
@@ -109,6 +109,7 @@ func (c Config) withDefaults() (Config, error) {
 		if err := c.checkRemote(); err != nil {
 			return c, err
 		}
+		c.Exec = ""
 	} else {
 		c.Exec = cmp.Or(c.Exec, DefaultExec)
 		if len(c.WSHeaders) > 0 {
@@ -139,8 +140,6 @@ func (c Config) checkRemote() error {
 		return fmt.Errorf("playwright server endpoint %q: want a ws:// or wss:// URL", u.Redacted())
 	case u.Host == "":
 		return fmt.Errorf("playwright server endpoint %q: no host", u.Redacted())
-	case c.Exec != "":
-		return fmt.Errorf("chromium %q: a connected browser is the server's; set no executable with a WebSocket endpoint", c.Exec)
 	case len(c.Flags) > 0:
 		return fmt.Errorf("chromium flags %q: a connected browser was launched by its server; set no flags with a WebSocket endpoint", c.Flags)
 	}
