@@ -326,17 +326,10 @@ func compileAll(rule, field string, pats []string) ([]*regexp.Regexp, error) {
 
 // checkHosts checks host patterns as actions.Policy reads them.
 func checkHosts(hosts []string) error {
-	if len(hosts) == 0 {
-		return nil
-	}
-	b, err := yaml.Marshal(struct {
-		Hosts []string `yaml:"hosts"`
-	}{hosts})
-	if err != nil {
-		return fmt.Errorf("hosts: %v", err)
-	}
-	if _, err := actions.ParsePolicy(b); err != nil {
-		return fmt.Errorf("hosts: %v", strings.TrimPrefix(err.Error(), "policy: hosts: "))
+	for _, h := range hosts {
+		if _, err := actions.ParseHostPattern(h); err != nil {
+			return fmt.Errorf("hosts: %v", err)
+		}
 	}
 	return nil
 }
