@@ -110,6 +110,9 @@ func TestReadyz(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() {
 		hs.Close()
@@ -145,6 +148,9 @@ func TestReadyzBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() {
 		hs.Close()
@@ -175,6 +181,9 @@ func TestDrain(t *testing.T) {
 		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() {

@@ -53,6 +53,9 @@ func newInProcessReplica(t *testing.T, id, db string) *inProcessReplica {
 	if err != nil {
 		t.Fatalf("web.New(%s): %v", id, err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	mu.Lock()
 	h = srv.Handler()
 	mu.Unlock()

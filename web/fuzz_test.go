@@ -56,6 +56,9 @@ func newFuzzServer(t testing.TB) *fuzzServer {
 	if err != nil {
 		t.Fatalf("web.New: %v", err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	t.Cleanup(func() {
 		if err := srv.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)

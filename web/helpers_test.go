@@ -101,6 +101,9 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatalf("web.New: %v", err)
 	}
+	if err := srv.Start(e.t.Context()); err != nil {
+		e.t.Fatalf("Start: %v", err)
+	}
 	e.srv = srv
 	e.http = httptest.NewServer(srv.Handler())
 	e.base = e.http.URL

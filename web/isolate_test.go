@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/internal/agent"
-	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
@@ -44,7 +44,7 @@ func TestIsolateContainerd(t *testing.T) {
 	socket := isolatetest.Socket(t) // skips without SPOTTER_INTEGRATION=1; fails without containerd
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	sbx, err := runner.NewSandboxes(ctx, runner.SandboxConfig{Backend: isolate.Containerd, Logger: isolatetest.Logger(),
+	sbx, err := wiring.NewSandboxes(ctx, wiring.SandboxConfig{Backend: isolate.Containerd, Logger: isolatetest.Logger(),
 		Containerd: containerd.Config{Socket: socket, Agent: os.Args[0], AgentArgs: []string{"agent"}}})
 	if err != nil {
 		t.Fatalf("NewSandboxes(containerd) = %v", err)

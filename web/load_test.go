@@ -82,6 +82,9 @@ func TestLoad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("web.New: %v", err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,8 @@ import (
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/gemini"
 	"github.com/spotter-harness/spotter/harness/openai"
-	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 )
 

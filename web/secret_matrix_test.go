@@ -260,6 +260,9 @@ func (c *smCell) start() {
 	if err != nil {
 		c.t.Fatalf("web.New: %v", err)
 	}
+	if err := srv.Start(c.t.Context()); err != nil {
+		c.t.Fatalf("Start: %v", err)
+	}
 	c.srv = srv
 	c.http = httptest.NewServer(srv.Handler())
 	c.base = c.http.URL

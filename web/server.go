@@ -41,8 +41,8 @@ import (
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
-	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
@@ -213,12 +213,16 @@ type Server struct {
 	draining atomic.Bool   // Drain was called: no new sessions
 	closing  atomic.Bool   // Close was called: sessions are being handed over
 	cluster  *cluster      // nil for a server on its own (cluster.go)
+	started  atomic.Bool   // Start was called
+	bgMu     sync.Mutex    // guards bgStop
 	bgStop   context.CancelFunc
 	bg       sync.WaitGroup // the browser check
 }
 
-// New opens the store, restores the stored sessions (resuming those that
-// were cut short) and builds the handler. ctx bounds the start only.
+// New opens the store and builds the sessions' manager and the handler; it
+// starts nothing: Start restores the stored sessions and starts the
+// server's background work. ctx bounds opening the store only. The caller
+// must call Close, whether or not it called Start.
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("web: Config.DataDir is required")
@@ -295,27 +299,36 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcpH = s.mcp.Handler()
-	if s.cluster != nil {
-		// A replica restores only the sessions it adopts: the loop
-		// claims its share of those nobody live owns.
-		if err := s.cluster.start(ctx); err != nil {
-			_ = s.mcp.Close(ctx)
-			_ = mgr.Close(ctx)
-			s.closeStore()
-			return nil, err
-		}
-	} else if err := mgr.Restore(ctx); err != nil {
-		// A session that cannot be restored is reported; the others run.
-		s.log.Error("restore sessions", "err", err)
-	}
-	bctx, stop := context.WithCancel(context.Background())
-	s.bgStop = stop
-	s.bg.Go(func() {
-		s.browser.run(bctx, func(msg string, args ...any) { s.log.Warn(msg, args...) })
-	})
 	s.assets = panel.FS
 	s.engine = s.routes()
 	return s, nil
+}
+
+// Start restores the stored sessions, resuming those that were cut short
+// and relaunching their displays (a replica of a cluster registers itself
+// instead, and its loop adopts its share of the sessions nobody owns), and
+// starts the readiness check's browser probe, which runs until Close. ctx
+// bounds the restore only. A session that cannot be restored is logged;
+// the others run. Start may be called once.
+func (s *Server) Start(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("web: Start called twice")
+	}
+	if s.cluster != nil {
+		if err := s.cluster.start(ctx); err != nil {
+			return err
+		}
+	} else if err := s.mgr.Restore(ctx); err != nil {
+		s.log.Error("restore sessions", "err", err)
+	}
+	bctx, stop := context.WithCancel(context.Background())
+	s.bgMu.Lock()
+	s.bgStop = stop
+	s.bgMu.Unlock()
+	s.bg.Go(func() {
+		s.browser.run(bctx, func(msg string, args ...any) { s.log.Warn(msg, args...) })
+	})
+	return nil
 }
 
 // Replica returns this server's replica id, or "" for a server on its
@@ -392,9 +405,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // sessions that arrive meanwhile are answered 503 with Retry-After.
 func (s *Server) Close(ctx context.Context) error {
 	s.closing.Store(true)
+	s.bgMu.Lock()
 	if s.bgStop != nil {
 		s.bgStop()
 	}
+	s.bgMu.Unlock()
 	s.bg.Wait()
 	if s.cluster != nil {
 		s.cluster.close()
@@ -429,7 +444,7 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 		if sp.Policy != nil {
 			hosts = sp.Policy.Hosts
 		}
-		req := wiring.DisplayRequest{Display: sp.Display.DisplaySpec, Browser: cfg.Browser,
+		req := wiring.DisplayRequest{Display: sp.Display.Spec(), Browser: cfg.Browser,
 			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Getenv: cfg.Getenv, Logger: s.log}
 		if cfg.Sandboxes != nil {
 			req.Egress = wiring.EgressFor(hosts, sp.StartURL)

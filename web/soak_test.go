@@ -180,6 +180,9 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatalf("web.New: %v", err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	defer func() {
 		hs.Close()

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/spotter-harness/spotter/internal/batch"
-	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 )
 
@@ -150,7 +150,7 @@ const isolateHelp = "where browsers run: containerd (a sandbox per task), local 
 // openSandboxes resolves --isolate (auto: containerd when the daemon's
 // socket exists) and prepares its sandboxes: nil for none. For containerd
 // that removes what crashed runs left behind. The caller must close them.
-func openSandboxes(ctx context.Context, name string, memoryMiB uint64, log *slog.Logger) (string, *runner.Sandboxes, error) {
+func openSandboxes(ctx context.Context, name string, memoryMiB uint64, log *slog.Logger) (string, *wiring.Sandboxes, error) {
 	if name == "none" {
 		return name, nil, nil
 	}
@@ -158,9 +158,9 @@ func openSandboxes(ctx context.Context, name string, memoryMiB uint64, log *slog
 	if err != nil {
 		return "", nil, fmt.Errorf("--isolate: %w", err)
 	}
-	cfg := runner.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Logger: log}
+	cfg := wiring.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Logger: log}
 	cfg.Containerd.Socket = os.Getenv("SPOTTER_CONTAINERD_SOCKET")
-	sbx, err := runner.NewSandboxes(ctx, cfg)
+	sbx, err := wiring.NewSandboxes(ctx, cfg)
 	if err != nil {
 		return "", nil, fmt.Errorf("--isolate %s: %w", backend, err)
 	}

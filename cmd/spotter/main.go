@@ -34,6 +34,7 @@ import (
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -158,7 +159,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "", "output directory (default runs/NAME-TIME)")
 	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
 	verbose := fs.Bool("v", false, "log progress to stderr")
-	provider := fs.String("provider", "", "model provider: "+strings.Join(runner.Providers[1:], ", ")+" (overrides the task file's)")
+	provider := fs.String("provider", "", "model provider: "+strings.Join(wiring.Providers[1:], ", ")+" (overrides the task file's)")
 	modelName := fs.String("model", "", "the provider's model name (default: the adapter's)")
 	taskText := fs.String("task", "", "what the model should do (a one-off task without a task file)")
 	startURL := fs.String("start-url", "about:blank", "where a one-off task starts")

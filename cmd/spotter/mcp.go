@@ -10,27 +10,29 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/internal/demo"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
-	"github.com/spotter-harness/spotter/screen/cdp"
 )
 
 // mcpCmd runs `spotter mcp`: an MCP server on stdio, or with --http ADDR on
-// streamable HTTP at a loopback address. Each session is a tab of one
-// headless Chromium, in a browser context of its own.
+// streamable HTTP at a loopback address. Each session opens the display
+// --display names (wiring.OpenDisplay): by default a headless Chromium of
+// its own.
 func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this loopback address (e.g. 127.0.0.1:8931) instead of stdio")
 	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
+	display := fs.String("display", "chromium", "each session's display: "+displayHelp)
 	startURL := fs.String("start-url", "about:blank", "the page every new session opens")
 	useDemo := fs.Bool("demo", false, "serve the built-in demo app and start sessions on it")
 	policyFile := fs.String("policy", "", "policy YAML (default: every action, navigation only to the start URL's host)")
@@ -52,6 +54,10 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return exitError{2, fmt.Errorf("--viewport: %w", err)}
 	}
+	disp, err := parseDisplay(*display, vp.W, vp.H)
+	if err != nil {
+		return exitError{2, err}
+	}
 	var img screen.Size
 	if *imageSize != "" {
 		if img, err = parseSize(*imageSize); err != nil {
@@ -70,6 +76,12 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	start := *startURL
+	if !disp.Browser() {
+		if start != "about:blank" && start != "" || *useDemo {
+			return exitError{2, fmt.Errorf("--start-url and --demo need a browser display, not %s", disp.Backend)}
+		}
+		start = ""
+	}
 	if *useDemo {
 		base, stop, err := demo.NewServer().Serve(ctx)
 		if err != nil {
@@ -87,28 +99,10 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		policy.Hosts = []string{u.Host}
 	}
 
-	var (
-		mu sync.Mutex
-		b  *cdp.Browser
-	)
 	newDisplay := func(ctx context.Context) (mcp.Display, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if b == nil {
-			var err error
-			if b, err = cdp.Launch(ctx, cdp.Config{Exec: *browser, Viewport: vp, Logger: log}); err != nil {
-				return nil, err
-			}
-		}
-		return b.NewDisplay(ctx, cdp.DisplayConfig{})
+		// The session navigates to its start page itself.
+		return wiring.OpenDisplay(ctx, wiring.DisplayRequest{Display: disp, Browser: *browser, Getenv: os.Getenv, Logger: log})
 	}
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if b != nil {
-			b.Close(context.WithoutCancel(ctx))
-		}
-	}()
 	srv, err := mcp.New(mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
 		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/web"
 )
 
@@ -38,6 +39,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memory := fs.Uint64("memory", 0, "each sandbox's memory limit in MiB (containerd; 0: isolate's default)")
 	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
+	mcpDisplay := fs.String("mcp-display", "chromium", "the MCP sessions' (at /mcp) display: "+displayHelp)
 	timeout := fs.Duration("approval-timeout", 0, "how long an approval waits for a human before it counts as denied (default 5m)")
 	rulesFile := fs.String("rules", "", "the server's approval rules: a YAML file in the schema of package approvals "+
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
@@ -109,6 +111,15 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		cluster = web.ClusterConfig{Advertise: adv, ReplicaID: *replicaID, LeaseTTL: *lease}
 	}
+	mcpDisp, err := parseDisplay(*mcpDisplay, 1280, 800)
+	if err != nil {
+		ln.Close()
+		return exitError{2, err}
+	}
+	if err := mcpDisp.CheckStartURL(*mcpStart); err != nil {
+		ln.Close()
+		return exitError{2, fmt.Errorf("--mcp-start-url: %w", err)}
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	_, sbx, err := openSandboxes(startCtx, *isolation, *memory, log)
 	if err != nil {
@@ -122,11 +133,19 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		Version: versionString(),
-		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules}, Cluster: cluster, MaxSessions: *maxSessions})
+		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules, Display: session.DisplayOf(mcpDisp)},
+		Cluster: cluster, MaxSessions: *maxSessions})
+	if err != nil {
+		cancel()
+		ln.Close()
+		return exitError{2, err}
+	}
+	// Restoring relaunches the displays of the sessions that were open.
+	err = srv.Start(startCtx)
 	cancel()
 	if err != nil {
 		ln.Close()
-		return exitError{2, err}
+		return exitError{2, errors.Join(err, srv.Close(context.WithoutCancel(ctx)))}
 	}
 	fmt.Fprintf(stdout, "spotter: listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())

@@ -12,9 +12,10 @@
 //	CDP frame-control\n
 //	        → the same with chromium-headless-shell started with begin-frame
 //	          control, for screen/cdp's FrameControl mode
-//	VNC WxH\n
+//	VNC WxH [argv]\n
 //	        → the agent starts a fresh desktop of that size (Xvnc with Openbox
-//	          and an xterm, screen/vnc/desktop) and answers "OK display=:N";
+//	          and an xterm, screen/vnc/desktop; argv, a JSON array of strings,
+//	          replaces the xterm) and answers "OK display=:N";
 //	          from then on the connection carries RFB to and from the
 //	          desktop's unix socket
 //
@@ -40,6 +41,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -238,25 +240,47 @@ func (a *Agent) serve(c net.Conn) {
 		}
 		a.browser(c, br, true)
 	default:
-		var w, h int
-		if _, err := fmt.Sscanf(strings.TrimSpace(line), "VNC %dx%d", &w, &h); err == nil {
-			a.desktop(c, br, screen.Size{W: w, H: h})
+		if size, apps, ok := parseVNC(strings.TrimSpace(line)); ok {
+			a.desktop(c, br, size, apps)
 			return
 		}
 		fmt.Fprintf(c, "ERR unknown request %q\n", clip(strings.TrimSpace(line)))
 	}
 }
 
-// desktopApps are the apps of a sandbox's desktop: a terminal at the top
-// left, on a background a screenshot tells apart from the desktop's.
+// desktopApps are the apps of a sandbox's desktop that names none: a
+// terminal at the top left, on a background a screenshot tells apart from
+// the desktop's.
 var desktopApps = []desktop.App{desktop.XTerm("-geometry", "80x24+0+0", "-bg", "#204080", "-fg", "white", "-e", "sh")}
+
+// parseVNC reads a "VNC WxH [argv]" request: the desktop's size, and its
+// app (argv as a JSON array of strings) or desktopApps.
+func parseVNC(line string) (screen.Size, []desktop.App, bool) {
+	rest, ok := strings.CutPrefix(line, "VNC ")
+	if !ok {
+		return screen.Size{}, nil, false
+	}
+	dims, argv, _ := strings.Cut(rest, " ")
+	var size screen.Size
+	if _, err := fmt.Sscanf(dims, "%dx%d", &size.W, &size.H); err != nil {
+		return screen.Size{}, nil, false
+	}
+	if strings.TrimSpace(argv) == "" {
+		return size, desktopApps, true
+	}
+	var app desktop.App
+	if err := json.Unmarshal([]byte(argv), &app.Argv); err != nil || len(app.Argv) == 0 || app.Argv[0] == "" {
+		return screen.Size{}, nil, false
+	}
+	return size, []desktop.App{app}, true
+}
 
 // desktop runs one desktop for the connection c and copies RFB between c
 // and the desktop's socket until either side closes; then it stops the
 // desktop.
-func (a *Agent) desktop(c net.Conn, br *bufio.Reader, size screen.Size) {
+func (a *Agent) desktop(c net.Conn, br *bufio.Reader, size screen.Size, apps []desktop.App) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	d, err := desktop.Start(ctx, desktop.Config{Size: size, Apps: desktopApps, TempDir: a.cfg.ProfileDir, Logger: a.log})
+	d, err := desktop.Start(ctx, desktop.Config{Size: size, Apps: apps, TempDir: a.cfg.ProfileDir, Logger: a.log})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(c, "ERR %s\n", strings.ReplaceAll(err.Error(), "\n", " | "))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -37,12 +38,20 @@ func DialBrowser(ctx context.Context, socket string, uid int, frameControl bool)
 }
 
 // DialDesktop connects to the agent at socket and asks it for a fresh
-// desktop of size w x h px: Xvnc with Openbox and an xterm, inside the
-// sandbox. The returned connection carries RFB (screen/vnc.Connect speaks
-// it); closing it stops that desktop. uid is as for DialBrowser. ctx bounds
-// the dial and the desktop's start only.
-func DialDesktop(ctx context.Context, socket string, uid, w, h int) (net.Conn, error) {
-	c, _, err := request(ctx, socket, fmt.Sprintf("VNC %dx%d", w, h), uid)
+// desktop of size w x h px: Xvnc with Openbox and an xterm (or argv, when
+// not empty), inside the sandbox. The returned connection carries RFB
+// (screen/vnc.Connect speaks it); closing it stops that desktop. uid is as
+// for DialBrowser. ctx bounds the dial and the desktop's start only.
+func DialDesktop(ctx context.Context, socket string, uid, w, h int, argv []string) (net.Conn, error) {
+	req := fmt.Sprintf("VNC %dx%d", w, h)
+	if len(argv) > 0 {
+		b, err := json.Marshal(argv)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", req, err)
+		}
+		req += " " + string(b)
+	}
+	c, _, err := request(ctx, socket, req, uid)
 	return c, err
 }
 

@@ -37,6 +37,7 @@ import (
 
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
 )
 
 // ErrLocked marks a batch directory (or shard of one) that another
@@ -82,7 +83,7 @@ type Config struct {
 	// runner as runner.Options.Sandboxes); its backend must be Isolation.
 	// Nil with Local isolation runs the browsers on the host without a
 	// proxy, as None does.
-	Sandboxes *runner.Sandboxes
+	Sandboxes *wiring.Sandboxes
 	// Runner runs one job. Nil means runner.Run in this process, which is
 	// only allowed with Local isolation. This is the hook for sandboxes:
 	// cmd/spotter sets it to a containerd-backed runner for Containerd.

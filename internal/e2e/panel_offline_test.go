@@ -42,6 +42,9 @@ func startOfflinePanel(t *testing.T) *panelEnv {
 	if err != nil {
 		t.Fatalf("web.New() = %v", err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.CloseClientConnections()

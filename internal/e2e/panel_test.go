@@ -95,6 +95,9 @@ func startPanel(t *testing.T, replies ...anthropictest.Reply) *panelEnv {
 	if err != nil {
 		t.Fatalf("web.New() = %v", err)
 	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	hs := httptest.NewServer(srv.Handler())
 	env.url = hs.URL
 	t.Cleanup(func() {

@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 )
 
@@ -79,7 +80,7 @@ func TestReportViewer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	sbx, err := runner.NewSandboxes(ctx, runner.SandboxConfig{Backend: isolate.Local, Logger: log})
+	sbx, err := wiring.NewSandboxes(ctx, wiring.SandboxConfig{Backend: isolate.Local, Logger: log})
 	if err != nil {
 		t.Fatalf("local sandboxes: %v", err)
 	}

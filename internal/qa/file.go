@@ -14,6 +14,7 @@ import (
 
 	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
 )
 
 // ErrTest marks a test file that cannot be run as written.
@@ -148,6 +149,11 @@ func parse(b []byte, dir string) (Test, error) {
 	}
 	if t.VNC != nil && t.VNC.Addr == "" {
 		return Test{}, fmt.Errorf("%w: vnc needs an addr", ErrTest)
+	}
+	if b := t.Task.Display.Backend; b != wiring.Chromium {
+		// Checks read the page through CDP; a desktop is tested through
+		// vnc: with its own checks.
+		return Test{}, fmt.Errorf("%w: display.backend %s: spotter test runs on Chromium, or on a desktop named by vnc: (spotter run, batch and serve take every backend)", ErrTest, b)
 	}
 	targets, err := scriptTargets(t.Task.Model.Turns)
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/spotter-harness/spotter/internal/demo"
 	"github.com/spotter-harness/spotter/internal/replay"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/vnc"
@@ -222,12 +223,12 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 
 	image := screen.Size{W: task.Image.Width, H: task.Image.Height}
 	if image.Empty() {
-		image = runner.ImageSize(task.Model, screen.Size{W: task.Display.Width, H: task.Display.Height})
+		image = wiring.ImageSize(task.Model, screen.Size{W: task.Display.Width, H: task.Display.Height})
 	}
 	if t.VNC != nil && task.Image.Width == 0 {
 		image = screen.Size{} // the desktop's own size
 	}
-	model, player, err := runner.NewTaskModel(task.Model, image, o.Getenv, log)
+	model, player, err := wiring.NewTaskModel(task.Model, image, o.Getenv, log)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/internal/agent"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"

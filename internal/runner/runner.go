@@ -17,6 +17,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/demo"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/screen"
@@ -37,7 +38,7 @@ type Options struct {
 	// own, whose egress proxy allows the policy's hosts and the start URL's
 	// host (the demo app's address for demo tasks), and nothing else. Nil
 	// means a browser on the host, with no proxy.
-	Sandboxes *Sandboxes
+	Sandboxes *wiring.Sandboxes
 	// MemoryMiB limits the sandbox's memory; zero means the Sandboxes'
 	// default.
 	MemoryMiB uint64
@@ -53,9 +54,12 @@ type Result struct {
 	OK      bool            `json:"ok"`
 	Outcome harness.Outcome `json:"outcome"`
 	Image   screen.Size     `json:"image"`
-	Trace   string          `json:"trace"`
-	Report  string          `json:"report,omitempty"`
-	Started time.Time       `json:"started"`
+	// Display is the display's backend: chromium, vnc, desktop or
+	// playwright.
+	Display string    `json:"display"`
+	Trace   string    `json:"trace"`
+	Report  string    `json:"report,omitempty"`
+	Started time.Time `json:"started"`
 	// Demo lists the demo app's stages completed and missing, for tasks
 	// that ran on it.
 	Demo *DemoState `json:"demo,omitempty"`
@@ -95,7 +99,7 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
 	defer cancel()
-	res := Result{Task: t.Name, Started: time.Now(), Trace: o.Out}
+	res := Result{Task: t.Name, Started: time.Now(), Trace: o.Out, Display: t.Display.Backend}
 	if o.Approvals != nil {
 		if err := o.Approvals.Rules.Validate(); err != nil {
 			return res, fmt.Errorf("approval rules: %w", err)
@@ -119,13 +123,13 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	viewport := screen.Size{W: t.Display.Width, H: t.Display.Height}
 	res.Image = screen.Size{W: t.Image.Width, H: t.Image.Height}
 	if res.Image.Empty() {
-		res.Image = ImageSize(t.Model, viewport)
+		res.Image = wiring.ImageSize(t.Model, viewport)
 	}
 	model := o.Model
 	var replay *cassette.Player
 	if model == nil {
 		var err error
-		if model, replay, err = NewTaskModel(t.Model, res.Image, o.Getenv, log); err != nil {
+		if model, replay, err = wiring.NewTaskModel(t.Model, res.Image, o.Getenv, log); err != nil {
 			return res, err
 		}
 	}
@@ -139,15 +143,15 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	// Egress decisions and restarts come from other goroutines than the
 	// loop's; the trace writer is safe for that.
 	note := func(text string) { tw.Write(trace.Event{Type: trace.TypeNote, Text: text}) }
-	req := DisplayRequest{
-		Viewport: viewport, DPR: t.Display.DPR, Browser: o.Browser, StartURL: startURL,
+	req := wiring.DisplayRequest{
+		Display: t.Display, Browser: o.Browser, StartURL: startURL, Getenv: o.Getenv,
 		Sandboxes: o.Sandboxes, OnNote: note, Logger: log,
 	}
 	var mu sync.Mutex
 	var state *SandboxState // counted under mu
 	if o.Sandboxes != nil {
 		req.Sandbox = isolate.Config{Name: t.Name, MemoryMiB: o.MemoryMiB, Logger: log}
-		req.Egress = EgressFor(policy.Hosts, startURL)
+		req.Egress = wiring.EgressFor(policy.Hosts, startURL)
 		state = &SandboxState{Backend: o.Sandboxes.Backend(), Egress: req.Egress}
 		req.OnDecision = func(d egress.Decision) {
 			mu.Lock()
@@ -162,7 +166,7 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	}
 	// The start URL is the operator's choice, so it is not subject to the
 	// model's policy.
-	disp, err := OpenDisplay(ctx, req)
+	disp, err := wiring.OpenDisplay(ctx, req)
 	if err != nil {
 		return res, errors.Join(err, closeTrace())
 	}
@@ -225,15 +229,6 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		log.Error("write report", "err", err)
 	}
 	return res, writeJSON(filepath.Join(o.Out, "result.json"), res)
-}
-
-// ImageSize is the largest image the model's size rule allows for the
-// viewport. A script's coordinates are written against the viewport itself.
-func ImageSize(m ModelSpec, viewport screen.Size) screen.Size {
-	if m.Provider == "script" {
-		return viewport
-	}
-	return screen.RuleFor(m.Provider, m.Name).Fit(viewport)
 }
 
 // DemoHosts replaces the host name "demo" in a policy's hosts with the demo

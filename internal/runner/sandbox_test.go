@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
@@ -134,7 +135,7 @@ func TestSandboxRestartAfterOOM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
-	bystander, err := OpenDisplay(ctx, DisplayRequest{Viewport: screen.Size{W: 320, H: 200}, StartURL: calm.URL,
+	bystander, err := wiring.OpenDisplay(ctx, wiring.DisplayRequest{Display: wiring.DisplaySpec{Width: 320, Height: 200}, StartURL: calm.URL,
 		Sandboxes: sbx, Egress: egress.Policy{Allow: []string{calm.HostPort()}}, MaxRestarts: -1, Logger: isolatetest.Logger()})
 	if err != nil {
 		t.Fatalf("OpenDisplay(bystander) = %v", err)

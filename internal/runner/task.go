@@ -7,7 +7,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -20,12 +19,13 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/ctxpolicy"
-	"github.com/spotter-harness/spotter/harness/script"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 )
 
-// ErrTask marks a task file that cannot be run as written.
-var ErrTask = errors.New("invalid task")
+// ErrTask marks a task file that cannot be run as written. It is
+// wiring.ErrSpec: a task's model and display are checked there.
+var ErrTask = wiring.ErrSpec
 
 // DemoScheme prefixes a start URL served by the built-in demo app:
 // "demo:/" is its front page.
@@ -37,23 +37,18 @@ type Task struct {
 	Task     string `yaml:"task"`      // what the model is asked to do
 	StartURL string `yaml:"start_url"` // http(s) URL, or demo:/path for the built-in demo app
 
-	Display DisplaySpec `yaml:"display"`
-	Image   ImageSpec   `yaml:"image"`
+	// Display is the display's backend (chromium by default; vnc,
+	// desktop or playwright), its size and where it is.
+	Display wiring.DisplaySpec `yaml:"display"`
+	Image   ImageSpec          `yaml:"image"`
 
 	Policy     actions.Policy `yaml:"policy"`
 	PolicyFile string         `yaml:"policy_file"` // instead of policy: a YAML file, relative to the task file
 
-	Model ModelSpec `yaml:"model"`
+	Model wiring.ModelSpec `yaml:"model"`
 
 	MaxSteps int           `yaml:"max_steps"` // default 50
 	Timeout  time.Duration `yaml:"timeout"`   // the whole run; default 10m
-}
-
-// DisplaySpec is the browser viewport.
-type DisplaySpec struct {
-	Width  int     `yaml:"width"`  // CSS px, default 1280
-	Height int     `yaml:"height"` // CSS px, default 800
-	DPR    float64 `yaml:"dpr"`    // default 1
 }
 
 // ImageSpec is the screenshot sent to the model.
@@ -63,34 +58,6 @@ type ImageSpec struct {
 	Format screen.Format `yaml:"format"` // png (default) or jpeg
 	// Quality is the JPEG quality, 1..100; zero means 80.
 	Quality int `yaml:"quality"`
-}
-
-// ModelSpec names the model and how to reach it.
-type ModelSpec struct {
-	Provider  string `yaml:"provider"`   // script, anthropic, openai, gemini
-	Name      string `yaml:"name"`       // the provider's model name; empty: the adapter's default
-	BaseURL   string `yaml:"base_url"`   // overrides the provider's endpoint (and its environment variable)
-	MaxTokens int    `yaml:"max_tokens"` // per reply; zero: the adapter's default
-	// Cassette replays a recorded exchange with the provider through a
-	// local fake endpoint, so the real adapter runs without network or key.
-	// A relative path is relative to the task file.
-	Cassette string `yaml:"cassette"`
-
-	// BrowserTools offers the model the browser actions its provider's
-	// computer tool lacks (list, switch and close tabs, answer a dialog,
-	// upload a file), as the adapter's extra tool or functions.
-	BrowserTools bool `yaml:"browser_tools"`
-
-	// Context says which screenshots each request to the model carries
-	// in full: keep (the newest; -1 for all), chunk (how many older ones
-	// are replaced by a placeholder at a time) and repeats (send an
-	// unchanged screenshot again). Zero values are the defaults
-	// (harness/ctxpolicy).
-	Context ctxpolicy.Policy `yaml:"context"`
-
-	// Script models only.
-	Turns  []script.Turn `yaml:"turns"`
-	Strict *bool         `yaml:"strict"` // default true: an unexpected error result fails the run
 }
 
 // Load reads and checks a task file. Its policy_file and cassette are read
@@ -148,11 +115,9 @@ func Parse(b []byte) (Task, error) {
 }
 
 func (t *Task) defaults() {
-	if t.Display.Width == 0 && t.Display.Height == 0 {
-		t.Display.Width, t.Display.Height = 1280, 800
-	}
-	if t.Display.DPR == 0 {
-		t.Display.DPR = 1
+	t.Display.Defaults()
+	if t.StartURL == "" && !t.Display.Browser() {
+		t.StartURL = "about:blank"
 	}
 	if t.Image.Format == "" {
 		t.Image.Format = screen.PNG
@@ -172,11 +137,13 @@ func (t *Task) check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrTask, fmt.Sprintf(format, args...))
 	}
+	if err := t.Display.Check(); err != nil {
+		return err
+	}
+	if err := t.Display.CheckStartURL(t.StartURL); err != nil {
+		return err
+	}
 	switch {
-	case t.Display.Width < 200 || t.Display.Height < 200 || t.Display.Width > 3840 || t.Display.Height > 2160:
-		return bad("display %dx%d is outside 200x200..3840x2160", t.Display.Width, t.Display.Height)
-	case t.Display.DPR < 0.5 || t.Display.DPR > 4:
-		return bad("display dpr %g is outside 0.5..4", t.Display.DPR)
 	case t.Image.Format != screen.PNG && t.Image.Format != screen.JPEG:
 		return bad("image format %q: want png or jpeg", t.Image.Format)
 	case t.Image.Quality < 0 || t.Image.Quality > 100:
@@ -190,9 +157,9 @@ func (t *Task) check() error {
 	case t.MaxSteps < 0 || t.MaxSteps > 1000:
 		return bad("max_steps %d is outside 1..1000", t.MaxSteps)
 	case t.Model.Provider == "":
-		return bad("model.provider is required (one of %v)", Providers)
-	case !slices.Contains(Providers, t.Model.Provider):
-		return bad("unknown model provider %q (want one of %v)", t.Model.Provider, Providers)
+		return bad("model.provider is required (one of %v)", wiring.Providers)
+	case !slices.Contains(wiring.Providers, t.Model.Provider):
+		return bad("unknown model provider %q (want one of %v)", t.Model.Provider, wiring.Providers)
 	case t.Model.Provider == "script" && len(t.Model.Turns) == 0:
 		return bad("a script model needs turns")
 	case t.Model.Provider == "script" && t.Model.Context != (ctxpolicy.Policy{}):
@@ -221,7 +188,7 @@ func (t *Task) check() error {
 // allowed to the start URL's host only.
 func OneOff(task, startURL, provider, model string) (Task, error) {
 	t := Task{Name: "oneoff", Task: task, StartURL: startURL, Policy: actions.Standard(),
-		Model: ModelSpec{Provider: provider, Name: model}}
+		Model: wiring.ModelSpec{Provider: provider, Name: model}}
 	if u, err := url.Parse(startURL); err == nil && u.Host != "" {
 		t.Policy.Hosts = []string{u.Host}
 	}

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/ctxpolicy"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -24,7 +26,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse(minimal) error = %v", err)
 	}
-	if got.Display != (DisplaySpec{1280, 800, 1}) || got.Image.Format != screen.PNG || got.Model.Provider != "script" ||
+	if !reflect.DeepEqual(got.Display, wiring.DisplaySpec{Backend: wiring.Chromium, Width: 1280, Height: 800, DPR: 1}) || got.Image.Format != screen.PNG || got.Model.Provider != "script" ||
 		got.MaxSteps != 50 || got.Timeout != 10*time.Minute {
 		t.Errorf("Parse(minimal) = %+v, want the documented defaults", got)
 	}
@@ -104,5 +106,30 @@ func TestDemoHosts(t *testing.T) {
 	got := DemoHosts([]string{"demo", "example.com"}, "http://127.0.0.1:4567")
 	if got[0] != "127.0.0.1:4567" || got[1] != "example.com" {
 		t.Errorf("DemoHosts() = %v", got)
+	}
+}
+
+// A task names its display's backend; a desktop needs no start URL, and a
+// bad display is refused when the task is loaded, in words.
+func TestParseDisplayBackends(t *testing.T) {
+	desk, err := Parse([]byte("task: t\ndisplay: {backend: desktop, command: [xterm, -e, sh]}\nmodel: {turns: [{say: hi}]}\n"))
+	if err != nil {
+		t.Fatalf("Parse(desktop) = %v", err)
+	}
+	if desk.Display.Backend != wiring.Desktop || desk.StartURL != "about:blank" || len(desk.Display.Command) != 3 {
+		t.Errorf("Parse(desktop) display = %+v, start_url %q; want a desktop running xterm on about:blank", desk.Display, desk.StartURL)
+	}
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"unknown backend", "display: {backend: rdp}\nstart_url: about:blank", "display.backend \"rdp\""},
+		{"vnc without address", "display: {backend: vnc}", "display.address is required"},
+		{"desktop with a page", "display: {backend: desktop}\nstart_url: https://example.com/", "no browser to open it"},
+		{"password in the file", "display: {backend: vnc, address: \"h:5900\", password: x}", "field password not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte("task: t\n" + tt.yaml + "\nmodel: {turns: [{say: hi}]}\n"))
+			if !errors.Is(err, ErrTask) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse(%s) = %v, want ErrTask saying %q", tt.name, err, tt.want)
+			}
+		})
 	}
 }

@@ -94,6 +94,9 @@ func (s *Session) launch(ctx context.Context) (Display, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open display: %w", err)
 	}
+	if !s.spec.Display.Browser() {
+		return d, nil // a desktop has no page to open
+	}
 	// The start page is the operator's choice, so the model's policy does
 	// not govern it.
 	if err := d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: url}}); err != nil {

@@ -18,9 +18,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
-	"github.com/spotter-harness/spotter/harness/anthropic"
-	"github.com/spotter-harness/spotter/harness/gemini"
-	"github.com/spotter-harness/spotter/harness/openai"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -328,26 +326,14 @@ type codec struct {
 	message func(c harness.Call, r harness.Result) json.RawMessage
 }
 
+// codecFor returns the codec of an executor session's provider
+// (wiring.CodecFor).
 func codecFor(provider, model string) (codec, error) {
-	switch provider {
-	case "anthropic":
-		return codec{decode: anthropic.DecodeCall, encode: anthropic.EncodeResult}, nil
-	case "openai":
-		// The model's name picks the image detail of a function_call's
-		// screenshot, as the adapter sends it.
-		encode := func(c harness.Call, r harness.Result) (json.RawMessage, error) {
-			return openai.EncodeResultFor(model, c, r)
-		}
-		return codec{decode: openai.DecodeCall, encode: encode, message: openai.ResultMessage}, nil
-	case "gemini":
-		set := gemini.FunctionsAuto
-		if model != "" {
-			set = gemini.FunctionSetFor(model)
-		}
-		decode := func(raw json.RawMessage, _ screen.Size) (harness.Call, error) { return gemini.DecodePart(raw, set) }
-		return codec{decode: decode, encode: gemini.EncodeResult}, nil
+	c, err := wiring.CodecFor(provider, model)
+	if err != nil {
+		return codec{}, fmt.Errorf("%w: unknown provider %q", ErrBadRequest, provider)
 	}
-	return codec{}, fmt.Errorf("%w: unknown provider %q", ErrBadRequest, provider)
+	return codec{decode: c.Decode, encode: c.Encode, message: c.Message}, nil
 }
 
 // First returns the screenshot an executor session starts with, waiting

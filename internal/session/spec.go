@@ -7,11 +7,13 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/ctxpolicy"
 	"github.com/spotter-harness/spotter/harness/script"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -62,11 +64,18 @@ type ModelSpec struct {
 	Context ctxpolicy.Policy `json:"context,omitzero"`
 }
 
-// DisplaySpec is the browser viewport.
+// DisplaySpec is the session's display: its backend (chromium by
+// default; vnc, desktop or playwright), its size and where it is (see
+// wiring.DisplaySpec, whose fields it has).
 type DisplaySpec struct {
-	Width  int     `json:"width,omitempty"`  // CSS px, default 1280
-	Height int     `json:"height,omitempty"` // CSS px, default 800
-	DPR    float64 `json:"dpr,omitempty"`    // default 1
+	Backend     string   `json:"backend,omitempty"`      // chromium (default), vnc, desktop or playwright
+	Width       int      `json:"width,omitempty"`        // default 1280
+	Height      int      `json:"height,omitempty"`       // default 800
+	DPR         float64  `json:"dpr,omitempty"`          // default 1
+	Address     string   `json:"address,omitempty"`      // vnc: host:port or unix:/path
+	PasswordEnv string   `json:"password_env,omitempty"` // vnc: the server's variable holding the password
+	Command     []string `json:"command,omitempty"`      // desktop: what it runs; default an xterm
+	WSEndpoint  string   `json:"ws_endpoint,omitempty"`  // playwright: a browser server's ws:// address
 	// Image, for an executor session only, is the size of the screenshots
 	// its client is sent, and so of the space the coordinates it posts are
 	// in. By default it is what the provider's size rule (screen.RuleFor,
@@ -76,9 +85,6 @@ type DisplaySpec struct {
 	// larger than the display.
 	Image *screen.Size `json:"image,omitempty"`
 }
-
-// Size returns the viewport size.
-func (d DisplaySpec) Size() screen.Size { return screen.Size{W: d.Width, H: d.Height} }
 
 // ApprovalSpec says what needs a human.
 type ApprovalSpec struct {
@@ -148,17 +154,13 @@ func bad(format string, args ...any) error {
 
 // defaults fills in a Spec's defaults and checks it.
 func (s *Spec) defaults(kind string) error {
-	if s.Display.Width == 0 && s.Display.Height == 0 {
-		s.Display.Width, s.Display.Height = 1280, 800
-	}
-	if s.Display.DPR == 0 {
-		s.Display.DPR = 1
+	ws := s.Display.Spec()
+	ws.Defaults()
+	s.Display.Backend, s.Display.Width, s.Display.Height, s.Display.DPR = ws.Backend, ws.Width, ws.Height, ws.DPR
+	if err := ws.Check(); err != nil {
+		return specError(err)
 	}
 	switch {
-	case s.Display.Width < 200 || s.Display.Height < 200 || s.Display.Width > 3840 || s.Display.Height > 2160:
-		return bad("display %dx%d is outside 200x200..3840x2160", s.Display.Width, s.Display.Height)
-	case s.Display.DPR < 0.5 || s.Display.DPR > 4:
-		return bad("display dpr %g is outside 0.5..4", s.Display.DPR)
 	case s.MaxSteps < 0 || s.MaxSteps > 1000:
 		return bad("max_steps %d is outside 1..1000", s.MaxSteps)
 	}
@@ -178,6 +180,9 @@ func (s *Spec) defaults(kind string) error {
 	}
 	if s.StartURL == "" {
 		s.StartURL = "about:blank"
+	}
+	if err := ws.CheckStartURL(s.StartURL); err != nil {
+		return specError(err)
 	}
 	if s.StartURL != "about:blank" {
 		u, err := url.Parse(s.StartURL)
@@ -220,7 +225,7 @@ func (s *Spec) defaults(kind string) error {
 			}
 		}
 	case KindExecutor:
-		if !slices.Contains([]string{"anthropic", "openai", "gemini"}, s.Provider) {
+		if !slices.Contains(wiring.ExecutorProviders, s.Provider) {
 			return bad("provider %q: want anthropic, openai or gemini", s.Provider)
 		}
 		if len(s.Tools) > 0 || len(s.Messages) > 0 {
@@ -232,6 +237,24 @@ func (s *Spec) defaults(kind string) error {
 		}
 	}
 	return nil
+}
+
+// Spec returns the display as package wiring takes it.
+func (d DisplaySpec) Spec() wiring.DisplaySpec {
+	return wiring.DisplaySpec{Backend: d.Backend, Width: d.Width, Height: d.Height, DPR: d.DPR, Address: d.Address,
+		PasswordEnv: d.PasswordEnv, Command: d.Command, WSEndpoint: d.WSEndpoint}
+}
+
+// Size returns the display's size.
+func (d DisplaySpec) Size() screen.Size { return screen.Size{W: d.Width, H: d.Height} }
+
+// Browser reports whether the display is a browser (see
+// wiring.DisplaySpec.Browser).
+func (d DisplaySpec) Browser() bool { return d.Spec().Browser() }
+
+// specError turns wiring's words about a spec into an ErrBadRequest.
+func specError(err error) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, strings.ReplaceAll(err.Error(), wiring.ErrSpec.Error()+": ", ""))
 }
 
 // minImageSide is the shortest side a display.image may have: below it a
@@ -282,4 +305,10 @@ func (s Spec) Image() screen.Size { return s.image() }
 // hasTool reports whether name is one of the spec's application-side tools.
 func (s Spec) hasTool(name string) bool {
 	return slices.ContainsFunc(s.Tools, func(t harness.ToolSpec) bool { return t.Name == name })
+}
+
+// DisplayOf returns a session's display spec for d.
+func DisplayOf(d wiring.DisplaySpec) DisplaySpec {
+	return DisplaySpec{Backend: d.Backend, Width: d.Width, Height: d.Height, DPR: d.DPR, Address: d.Address,
+		PasswordEnv: d.PasswordEnv, Command: d.Command, WSEndpoint: d.WSEndpoint}
 }

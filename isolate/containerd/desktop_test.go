@@ -27,7 +27,7 @@ func TestDesktopInSandbox(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	d, err := s.Desktop(ctx, screen.Size{W: 800, H: 600}, vnc.Config{})
+	d, err := s.Desktop(ctx, screen.Size{W: 800, H: 600}, nil, vnc.Config{})
 	if err != nil {
 		t.Fatalf("Desktop() = %v", err)
 	}

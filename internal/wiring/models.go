@@ -1,7 +1,8 @@
-package runner
+package wiring
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,34 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 )
 
+// ModelSpec names the model and how to reach it.
+type ModelSpec struct {
+	Provider  string `yaml:"provider"`   // script, anthropic, openai, gemini
+	Name      string `yaml:"name"`       // the provider's model name; empty: the adapter's default
+	BaseURL   string `yaml:"base_url"`   // overrides the provider's endpoint (and its environment variable)
+	MaxTokens int    `yaml:"max_tokens"` // per reply; zero: the adapter's default
+	// Cassette replays a recorded exchange with the provider through a
+	// local fake endpoint, so the real adapter runs without network or key.
+	// A relative path is relative to the task file.
+	Cassette string `yaml:"cassette"`
+
+	// BrowserTools offers the model the browser actions its provider's
+	// computer tool lacks (list, switch and close tabs, answer a dialog,
+	// upload a file), as the adapter's extra tool or functions.
+	BrowserTools bool `yaml:"browser_tools"`
+
+	// Context says which screenshots each request to the model carries
+	// in full: keep (the newest; -1 for all), chunk (how many older ones
+	// are replaced by a placeholder at a time) and repeats (send an
+	// unchanged screenshot again). Zero values are the defaults
+	// (harness/ctxpolicy).
+	Context ctxpolicy.Policy `yaml:"context"`
+
+	// Script models only.
+	Turns  []script.Turn `yaml:"turns"`
+	Strict *bool         `yaml:"strict"` // default true: an unexpected error result fails the run
+}
+
 // Providers lists the model providers a task may name.
 var Providers = []string{"script", "anthropic", "openai", "gemini", "chat"}
 
@@ -30,7 +59,7 @@ var Providers = []string{"script", "anthropic", "openai", "gemini", "chat"}
 // script) implement harness.Stateful.
 func NewModel(m ModelSpec, image screen.Size, tools []harness.ToolSpec, getenv func(string) string, log *slog.Logger) (harness.Model, error) {
 	if m.Provider == "script" && len(tools) > 0 {
-		return nil, fmt.Errorf("%w: a script model cannot call application-side tools", ErrTask)
+		return nil, fmt.Errorf("%w: a script model cannot call application-side tools", ErrSpec)
 	}
 	model, _, err := buildModel(m, image, tools, getenv, log)
 	return model, err
@@ -56,11 +85,11 @@ func buildModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, gete
 		return model, nil, err
 	}
 	if m.Provider == "script" {
-		return nil, nil, fmt.Errorf("%w: a script model cannot replay a cassette", ErrTask)
+		return nil, nil, fmt.Errorf("%w: a script model cannot replay a cassette", ErrSpec)
 	}
 	p, err := cassette.Open(m.Cassette)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: cassette: %v", ErrTask, err)
+		return nil, nil, fmt.Errorf("%w: cassette: %v", ErrSpec, err)
 	}
 	m.BaseURL = "" // the recorded paths are the provider's default ones
 	replay := func(k string) string {
@@ -80,7 +109,7 @@ func providerModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, g
 	switch m.Provider {
 	case "script":
 		if m.Context != (ctxpolicy.Policy{}) {
-			return nil, fmt.Errorf("%w: model context: a script model is sent no screenshots", ErrTask)
+			return nil, fmt.Errorf("%w: model context: a script model is sent no screenshots", ErrSpec)
 		}
 		return script.New(m.Turns, m.Strict == nil || *m.Strict), nil
 	case "anthropic":
@@ -111,5 +140,53 @@ func providerModel(m ModelSpec, display screen.Size, tools []harness.ToolSpec, g
 		c.Context = m.Context
 		return chat.New(c)
 	}
-	return nil, fmt.Errorf("%w: unknown model provider %q (want one of %v)", ErrTask, m.Provider, Providers)
+	return nil, fmt.Errorf("%w: unknown model provider %q (want one of %v)", ErrSpec, m.Provider, Providers)
+}
+
+// ImageSize is the largest image the model's size rule allows for the
+// viewport. A script's coordinates are written against the viewport itself.
+func ImageSize(m ModelSpec, viewport screen.Size) screen.Size {
+	if m.Provider == "script" {
+		return viewport
+	}
+	return screen.RuleFor(m.Provider, m.Name).Fit(viewport)
+}
+
+// ExecutorProviders lists the wire formats an executor session's client
+// may post its calls in.
+var ExecutorProviders = []string{"anthropic", "openai", "gemini"}
+
+// Codec reads one provider's native calls and writes its results: the
+// adapters' executor functions, for the executor API.
+type Codec struct {
+	Decode func(raw json.RawMessage, display screen.Size) (harness.Call, error)
+	Encode func(c harness.Call, r harness.Result) (json.RawMessage, error)
+	// Message, when set, is the text the result item has no place for
+	// (OpenAI's computer_call_output); nil otherwise.
+	Message func(c harness.Call, r harness.Result) json.RawMessage
+}
+
+// CodecFor returns the codec of provider's wire format, for model (which
+// picks OpenAI's image detail and Gemini's function set). An unknown
+// provider's error wraps ErrSpec.
+func CodecFor(provider, model string) (Codec, error) {
+	switch provider {
+	case "anthropic":
+		return Codec{Decode: anthropic.DecodeCall, Encode: anthropic.EncodeResult}, nil
+	case "openai":
+		// The model's name picks the image detail of a function_call's
+		// screenshot, as the adapter sends it.
+		encode := func(c harness.Call, r harness.Result) (json.RawMessage, error) {
+			return openai.EncodeResultFor(model, c, r)
+		}
+		return Codec{Decode: openai.DecodeCall, Encode: encode, Message: openai.ResultMessage}, nil
+	case "gemini":
+		set := gemini.FunctionsAuto
+		if model != "" {
+			set = gemini.FunctionSetFor(model)
+		}
+		decode := func(raw json.RawMessage, _ screen.Size) (harness.Call, error) { return gemini.DecodePart(raw, set) }
+		return Codec{Decode: decode, Encode: gemini.EncodeResult}, nil
+	}
+	return Codec{}, fmt.Errorf("%w: unknown provider %q (want one of %v)", ErrSpec, provider, ExecutorProviders)
 }

@@ -1,4 +1,4 @@
-package runner
+package wiring
 
 import (
 	"encoding/json"
@@ -29,8 +29,8 @@ func TestNewModel(t *testing.T) {
 	for _, p := range Providers {
 		spec := ModelSpec{Provider: p, Name: map[string]string{"chat": "qwen2.5-vl"}[p]}
 		if p == "script" {
-			if _, err := NewModel(spec, image, tools, env, quiet); !errors.Is(err, ErrTask) {
-				t.Errorf("NewModel(script with tools) error = %v, want ErrTask", err)
+			if _, err := NewModel(spec, image, tools, env, quiet); !errors.Is(err, ErrSpec) {
+				t.Errorf("NewModel(script with tools) error = %v, want ErrSpec", err)
 			}
 			m, err := NewModel(spec, image, nil, env, quiet)
 			if _, ok := m.(harness.Stateful); err != nil || !ok {
@@ -104,5 +104,19 @@ func TestContextReachesEveryProvider(t *testing.T) {
 	script := ModelSpec{Provider: "script", Turns: []script.Turn{{Say: "hi"}}, Context: ctxpolicy.Policy{Keep: 2}}
 	if _, err := NewModel(script, screen.Size{W: 1280, H: 800}, nil, getenv, nil); err == nil {
 		t.Errorf("script with a context: no error, want a refusal")
+	}
+}
+
+// The executor API's codecs: one per wire format, and a clear error for
+// any other.
+func TestCodecFor(t *testing.T) {
+	for _, p := range ExecutorProviders {
+		c, err := CodecFor(p, "")
+		if err != nil || c.Decode == nil || c.Encode == nil {
+			t.Errorf("CodecFor(%q) = %+v, %v; want a decoder and an encoder", p, c, err)
+		}
+	}
+	if _, err := CodecFor("chat", ""); !errors.Is(err, ErrSpec) {
+		t.Errorf("CodecFor(chat) = %v, want ErrSpec", err)
 	}
 }

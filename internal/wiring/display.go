@@ -1,4 +1,4 @@
-package runner
+package wiring
 
 import (
 	"cmp"
@@ -111,18 +111,20 @@ func (s *Sandboxes) Close(ctx context.Context) error {
 
 // DisplayRequest says what display OpenDisplay opens.
 type DisplayRequest struct {
-	// Viewport and DPR are the browser's, in CSS px; zero means 1280x800
-	// at DPR 1.
-	Viewport screen.Size
-	DPR      float64
+	// Display is the backend, its size and where it is; its zero value is
+	// a 1280x800 Chromium at DPR 1. It must pass DisplaySpec.Check.
+	Display DisplaySpec
 	// Browser is the host's Chromium executable, for displays that run it
 	// on the host (no sandbox, or the local backend); empty means the one
 	// on PATH.
 	Browser string
-	// StartURL is opened once the display is up, and again when the
+	// StartURL is opened once a browser display is up, and again when the
 	// display is started anew before any other page was seen. Empty means
-	// about:blank.
+	// about:blank. A desktop or VNC display opens none.
 	StartURL string
+	// Getenv supplies a vnc display's password (DisplaySpec.PasswordEnv);
+	// nil means no environment.
+	Getenv func(string) string
 	// Sandboxes, if not nil, runs the browser in a sandbox of its own,
 	// whose only way out is an egress proxy that allows Egress. Nil means
 	// a browser on the host, without a proxy.
@@ -150,6 +152,23 @@ type DisplayRequest struct {
 	MaxRestarts int
 	// Logger receives diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+}
+
+// A Display is what OpenDisplay returns: a harness.Display that starts
+// itself anew when it dies, which the caller must close. A browser display
+// (chromium) is a *BrowserDisplay, which also says what lies under a point
+// (HitTest, Focused) and which dialog is open; the others are an
+// *OpenedDisplay, which has no DOM: the approval rules then decide on the
+// action alone, and say so.
+type Display interface {
+	Capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error)
+	Perform(ctx context.Context, m screen.Mapped) error
+	Close(ctx context.Context) error
+	// Restarts returns a note for each time the display was started anew.
+	Restarts() []string
+	// FirstShot returns how long it took from OpenDisplay to the first
+	// screenshot; zero before the first Capture.
+	FirstShot() time.Duration
 }
 
 // inner is the display an OpenedDisplay currently drives.
@@ -195,19 +214,45 @@ type OpenedDisplay struct {
 // innerRef holds the current inner display for OpenedDisplay.Dialog.
 type innerRef struct{ d inner }
 
-// OpenDisplay opens the display req asks for and navigates it to
-// req.StartURL. ctx bounds the start only.
-func OpenDisplay(ctx context.Context, req DisplayRequest) (*OpenedDisplay, error) {
-	return openDisplay(ctx, req, startInner)
+// OpenDisplay opens the display req asks for (req.Display.Backend) and
+// navigates a browser display to req.StartURL. ctx bounds the start only.
+//
+// Chromium runs on the host, or in a sandbox of req.Sandboxes. A desktop
+// runs on the host, or, with containerd Sandboxes, in a sandbox whose only
+// way out is the egress proxy; with local Sandboxes it runs on the host, and
+// its apps have the host's network. Playwright launches Chromium on the host
+// (behind the local egress proxy when req asks for one; not in a containerd
+// sandbox), or connects to req.Display.WSEndpoint. A VNC display connects to
+// a server that runs elsewhere, whose network is its own.
+func OpenDisplay(ctx context.Context, req DisplayRequest) (Display, error) {
+	req.Display.Defaults()
+	if err := req.Display.Check(); err != nil {
+		return nil, err
+	}
+	if err := req.Display.CheckStartURL(req.StartURL); err != nil {
+		return nil, err
+	}
+	start, err := starter(req)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openDisplay(ctx, req, start)
+	if err != nil {
+		return nil, err
+	}
+	if req.Display.Backend == Chromium {
+		return &BrowserDisplay{d}, nil
+	}
+	return d, nil
 }
 
 func openDisplay(ctx context.Context, req DisplayRequest, start func(context.Context, DisplayRequest) (inner, isolate.Sandbox, error)) (*OpenedDisplay, error) {
-	if req.Viewport.Empty() {
-		req.Viewport = screen.Size{W: 1280, H: 800}
-	}
-	req.DPR = cmp.Or(req.DPR, 1)
+	req.Display.Defaults()
 	req.Logger = cmp.Or(req.Logger, slog.Default())
 	req.StartURL = cmp.Or(req.StartURL, "about:blank")
+	if !req.Display.Browser() {
+		req.StartURL = "about:blank" // nothing to open
+	}
 	if req.MaxRestarts == 0 {
 		req.MaxRestarts = DefaultMaxRestarts
 	}
@@ -219,10 +264,10 @@ func openDisplay(ctx context.Context, req DisplayRequest, start func(context.Con
 	return d, nil
 }
 
-// startInner starts a sandbox (if req asks for one), a browser and a
+// startChromium starts a sandbox (if req asks for one), a browser and a
 // display.
-func startInner(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error) {
-	cfg := cdp.Config{Exec: req.Browser, Viewport: req.Viewport, DPR: req.DPR, Logger: req.Logger}
+func startChromium(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error) {
+	cfg := cdp.Config{Exec: req.Browser, Viewport: req.Display.Size(), DPR: req.Display.DPR, Logger: req.Logger}
 	sc := req.Sandbox
 	var sb isolate.Sandbox
 	switch {
@@ -341,8 +386,11 @@ func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) 
 		return "", err
 	}
 	what := "browser"
-	if d.sb != nil {
+	switch {
+	case d.sb != nil:
 		what = "sandbox"
+	case !d.req.Display.Browser():
+		what = d.req.Display.Backend + " display"
 	}
 	d.closeInner(ctx)
 	if d.req.MaxRestarts < 0 || len(d.restarts) >= d.req.MaxRestarts {
@@ -407,59 +455,6 @@ func (d *OpenedDisplay) closeInner(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// errNoDOM is what HitTest and Focused answer for a display that cannot
-// inspect its page (tests' fakes).
-var errNoDOM = fmt.Errorf("%w: this display cannot inspect its page", screen.ErrUnsupported)
-
-// HitTest returns the element a click at p (CSS px) would reach, as
-// cdp.Display.HitTest does, on the current display; it waits for a Perform
-// or Capture in progress. Approval rules use it.
-func (d *OpenedDisplay) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ht, ok := d.disp.(interface {
-		HitTest(context.Context, actions.Point) (screen.Target, error)
-	})
-	switch {
-	case d.disp == nil:
-		return screen.Target{}, d.goneErr()
-	case !ok:
-		return screen.Target{}, errNoDOM
-	}
-	return ht.HitTest(ctx, p)
-}
-
-// Focused returns the element that has the keyboard focus, as
-// cdp.Display.Focused does, on the current display.
-func (d *OpenedDisplay) Focused(ctx context.Context) (screen.Target, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	f, ok := d.disp.(interface {
-		Focused(context.Context) (screen.Target, error)
-	})
-	switch {
-	case d.disp == nil:
-		return screen.Target{}, d.goneErr()
-	case !ok:
-		return screen.Target{}, errNoDOM
-	}
-	return f.Focused(ctx)
-}
-
-// Dialog reports the JavaScript dialog open on the current display, if
-// any. Like cdp.Display.Dialog, it does not wait for a Perform or Capture.
-func (d *OpenedDisplay) Dialog() (screen.Dialog, bool) {
-	ref := d.current.Load()
-	if ref == nil {
-		return screen.Dialog{}, false
-	}
-	dr, ok := ref.d.(interface{ Dialog() (screen.Dialog, bool) })
-	if !ok {
-		return screen.Dialog{}, false
-	}
-	return dr.Dialog()
-}
-
 // Restarts returns a note for each time the display was started anew.
 func (d *OpenedDisplay) Restarts() []string {
 	d.mu.Lock()
@@ -482,6 +477,66 @@ func (d *OpenedDisplay) Close(ctx context.Context) error {
 	defer d.mu.Unlock()
 	d.closed = true
 	return d.closeInner(ctx)
+}
+
+// BrowserDisplay is an OpenedDisplay whose display is a browser with a
+// DOM: approval rules and secret decisions look at the element under a
+// point, the focused element and the open dialog.
+type BrowserDisplay struct{ *OpenedDisplay }
+
+// errNoDOM is what HitTest and Focused answer for a display that cannot
+// inspect its page (tests' fakes).
+var errNoDOM = fmt.Errorf("%w: this display cannot inspect its page", screen.ErrUnsupported)
+
+// HitTest returns the element a click at p (CSS px) would reach, as
+// cdp.Display.HitTest does, on the current display; it waits for a Perform
+// or Capture in progress. Approval rules use it.
+func (b *BrowserDisplay) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
+	d := b.OpenedDisplay
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ht, ok := d.disp.(interface {
+		HitTest(context.Context, actions.Point) (screen.Target, error)
+	})
+	switch {
+	case d.disp == nil:
+		return screen.Target{}, d.goneErr()
+	case !ok:
+		return screen.Target{}, errNoDOM
+	}
+	return ht.HitTest(ctx, p)
+}
+
+// Focused returns the element that has the keyboard focus, as
+// cdp.Display.Focused does, on the current display.
+func (b *BrowserDisplay) Focused(ctx context.Context) (screen.Target, error) {
+	d := b.OpenedDisplay
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f, ok := d.disp.(interface {
+		Focused(context.Context) (screen.Target, error)
+	})
+	switch {
+	case d.disp == nil:
+		return screen.Target{}, d.goneErr()
+	case !ok:
+		return screen.Target{}, errNoDOM
+	}
+	return f.Focused(ctx)
+}
+
+// Dialog reports the JavaScript dialog open on the current display, if
+// any. Like cdp.Display.Dialog, it does not wait for a Perform or Capture.
+func (b *BrowserDisplay) Dialog() (screen.Dialog, bool) {
+	ref := b.current.Load()
+	if ref == nil {
+		return screen.Dialog{}, false
+	}
+	dr, ok := ref.d.(interface{ Dialog() (screen.Dialog, bool) })
+	if !ok {
+		return screen.Dialog{}, false
+	}
+	return dr.Dialog()
 }
 
 // restartError is a Perform error on a display that died and was started

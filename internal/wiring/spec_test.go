@@ -1,0 +1,93 @@
+package wiring
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A display spec is checked at load time, with words that say what to
+// change.
+func TestDisplaySpecCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		spec DisplaySpec
+		want string // "" for a spec that passes
+	}{
+		{"default", DisplaySpec{}, ""},
+		{"chromium", DisplaySpec{Backend: Chromium, Width: 1024, Height: 768, DPR: 2}, ""},
+		{"vnc", DisplaySpec{Backend: VNC, Address: "127.0.0.1:5900", PasswordEnv: "VNC_PASSWORD"}, ""},
+		{"vnc unix", DisplaySpec{Backend: VNC, Address: "unix:/run/vnc.sock"}, ""},
+		{"desktop", DisplaySpec{Backend: Desktop, Command: []string{"xterm"}}, ""},
+		{"desktop default command", DisplaySpec{Backend: Desktop}, ""},
+		{"playwright", DisplaySpec{Backend: Playwright}, ""},
+		{"playwright remote", DisplaySpec{Backend: Playwright, WSEndpoint: "ws://127.0.0.1:3000/abc"}, ""},
+		{"unknown backend", DisplaySpec{Backend: "x11"}, `display.backend "x11": want one of chromium, vnc, desktop, playwright`},
+		{"vnc without address", DisplaySpec{Backend: VNC}, "display.address is required for the vnc backend"},
+		{"vnc bad address", DisplaySpec{Backend: VNC, Address: "localhost"}, "want host:port"},
+		{"vnc relative socket", DisplaySpec{Backend: VNC, Address: "unix:vnc.sock"}, "must be absolute"},
+		{"vnc password in the spec", DisplaySpec{Backend: VNC, Address: "h:1", PasswordEnv: "hunter 2"}, "not an environment variable's name"},
+		{"vnc with a dpr", DisplaySpec{Backend: VNC, Address: "h:1", DPR: 2}, "no device pixel ratio"},
+		{"desktop with an address", DisplaySpec{Backend: Desktop, Address: "h:1"}, "display.address is not used by the desktop backend"},
+		{"desktop empty command", DisplaySpec{Backend: Desktop, Command: []string{" "}}, "program's name is empty"},
+		{"chromium with a command", DisplaySpec{Command: []string{"xterm"}}, "display.command is not used by the chromium backend"},
+		{"playwright bad endpoint", DisplaySpec{Backend: Playwright, WSEndpoint: "http://h/"}, "want a ws:// or wss:// address"},
+		{"too small", DisplaySpec{Width: 100, Height: 100}, "outside 200x200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.spec
+			d.Defaults()
+			err := d.Check()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Check(%+v) = %v, want nil", tt.spec, err)
+			case tt.want != "" && (!errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Check(%+v) = %v, want ErrSpec saying %q", tt.spec, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckStartURL(t *testing.T) {
+	desk := DisplaySpec{Backend: Desktop}
+	if err := desk.CheckStartURL("https://example.com/"); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "no browser") {
+		t.Errorf("CheckStartURL(desktop, https) = %v, want ErrSpec saying there is no browser", err)
+	}
+	for _, u := range []string{"", "about:blank"} {
+		if err := desk.CheckStartURL(u); err != nil {
+			t.Errorf("CheckStartURL(desktop, %q) = %v, want nil", u, err)
+		}
+	}
+	if err := (DisplaySpec{Backend: Playwright}).CheckStartURL("https://example.com/"); err != nil {
+		t.Errorf("CheckStartURL(playwright, https) = %v, want nil", err)
+	}
+}
+
+// OpenDisplay refuses a bad spec before it starts anything, and a
+// password variable that is not set before it connects.
+func TestOpenDisplayRefuses(t *testing.T) {
+	tests := []struct {
+		name string
+		req  DisplayRequest
+		want string
+	}{
+		{"unknown backend", DisplayRequest{Display: DisplaySpec{Backend: "rdp"}}, "display.backend"},
+		{"desktop start url", DisplayRequest{Display: DisplaySpec{Backend: Desktop}, StartURL: "https://example.com/"}, "no browser"},
+		{"unset password", DisplayRequest{Display: DisplaySpec{Backend: VNC, Address: "127.0.0.1:1", PasswordEnv: "SPOTTER_TEST_NO_SUCH_VAR"},
+			Getenv: func(string) string { return "" }}, "SPOTTER_TEST_NO_SUCH_VAR, which is not set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := OpenDisplay(context.Background(), tt.req)
+			if err == nil {
+				d.Close(context.Background())
+				t.Fatalf("OpenDisplay(%+v) = nil error, want one saying %q", tt.req.Display, tt.want)
+			}
+			if !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("OpenDisplay(%+v) = %v, want ErrSpec saying %q", tt.req.Display, err, tt.want)
+			}
+		})
+	}
+}
