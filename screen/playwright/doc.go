@@ -4,14 +4,26 @@
 // actions in it with Playwright's mouse and keyboard.
 //
 // A [Browser] ([Launch]) is one Playwright driver and the Chromium it
-// launched; each [Display] is one page in a browser context of its own, so
-// displays that share a browser share no cookies, storage or history
-// ([Browser.NewDisplay]). [Open] starts a browser with one display for the
-// common case of one session per process. A Display implements the
-// harness's Display interface by its method set:
+// launched, or the Chromium of a remote Playwright browser server it
+// connected to (Config.WSEndpoint: a Playwright grid, or a
+// chromium.launchServer endpoint); closing a connected Browser disconnects
+// and leaves the server running. Each [Display] is one page in a browser
+// context of its own, so displays that share a browser share no cookies,
+// storage or history ([Browser.NewDisplay]). [Open] starts or connects a
+// browser with one display for the common case of one session per
+// process. A Display implements the harness's Display interface, and the
+// inspection interfaces of the harness and the approval gate, by its
+// method set:
 //
 //	Capture(ctx, screen.CaptureOptions) (screen.Shot, error)
 //	Perform(ctx, screen.Mapped) error
+//	HitTest(ctx, actions.Point) (screen.Target, error)
+//	Focused(ctx) (screen.Target, error)
+//	Dialog() (screen.Dialog, bool)
+//
+// HitTest and Focused run screen/cdp's hit-test script in an isolated
+// world over the page's CDP session, so both browser backends describe an
+// element alike.
 //
 // # The driver
 //
@@ -50,6 +62,15 @@
 // at once, and the call it left behind must finish (or fail when the
 // display closes) before the next one starts.
 //
-// A browser that exits, or a page that crashes or closes, makes Capture and
-// Perform fail with an error wrapping screen.ErrGone.
+// A JavaScript dialog blocks the page until the Dialog action answers it
+// (or, with Config.DismissDialogs, is dismissed as it opens): meanwhile
+// Dialog reports it, Capture returns the last image with the dialog in its
+// notes, and other actions fail with words saying to answer it. Upload
+// answers the file chooser a page opened. The display shows its first tab
+// only: a tab the page opens is noted, and tab actions fail with an error
+// wrapping screen.ErrUnsupported.
+//
+// A browser that exits, a connection to a server that closes, or a page
+// that crashes or closes, makes Capture and Perform fail with an error
+// wrapping screen.ErrGone.
 package playwright
