@@ -35,6 +35,7 @@ func dialogPages(t *testing.T) (*httptest.Server, chan string) {
 	page("/prompt", `<button `+full+` onclick="document.title = 'got ' + prompt('Your name?', 'Bob')">prompt</button>`)
 	page("/leave", `<a href="/left" `+full+`>leave</a><script>addEventListener("beforeunload", e => { e.preventDefault(); e.returnValue = ""; })</script>`)
 	page("/left", `left`)
+	page("/typing", `<input autofocus onkeydown="if (event.key === 'b') alert('b pressed')" `+full+`>`)
 	page("/upload", `<input type=file multiple `+full+`
 onchange="fetch('/got', {method: 'POST', body: Array.from(this.files).map(f => f.name + ':' + f.size).join(',')})">`)
 	mux.HandleFunc("POST /got", func(w http.ResponseWriter, r *http.Request) {
@@ -152,6 +153,36 @@ func TestDialogs(t *testing.T) {
 		}
 		// Close with the dialog still open: the test's cleanup checks it.
 	})
+}
+
+// TestDialogWhileTyping checks that typing stops at a key that opens a
+// dialog: what is left is not typed after the dialog is answered.
+func TestDialogWhileTyping(t *testing.T) {
+	srv, _ := dialogPages(t)
+	d := newDisplay(t, DisplayConfig{})
+	load(t, d, srv.URL+"/typing")
+	perform(t, d, click(100, 100))
+	perform(t, d, actions.Action{Kind: actions.Type, Text: "abcdef"})
+	if dl, open := d.Dialog(); !open || dl.Message != "b pressed" {
+		t.Fatalf("Dialog() after typing = %+v, %v; want the alert of the b key", dl, open)
+	}
+	perform(t, d, actions.Action{Kind: actions.Dialog, Accept: true})
+	shot := capture(t, d)
+	if !hasEvent(shot, "typing stopped after") {
+		t.Errorf("Capture() after the answer: events %q, want a note that typing stopped", shot.Events)
+	}
+	var value string
+	err := d.run(t.Context(), d.cfg.CommandTimeout, func(context.Context) error {
+		var err error
+		value, err = d.page.InputValue("input")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if value != "a" && value != "ab" {
+		t.Errorf("the field holds %q after the dialog was answered, want a or ab: nothing typed after the dialog", value)
+	}
 }
 
 // TestDismissDialogs checks Config.DismissDialogs: a dialog is dismissed

@@ -92,8 +92,8 @@ func (d *Display) plan(a actions.Action) (func(ctx context.Context) error, error
 		if err != nil {
 			return nil, err
 		}
-		return func(context.Context) error {
-			return d.hold(mods, func() error { return d.typeText(a.Text, slices.Contains(mods, "Shift")) })
+		return func(ctx context.Context) error {
+			return d.hold(mods, func() error { return d.typeText(ctx, a.Text, slices.Contains(mods, "Shift")) })
 		}, nil
 	case actions.Keypress, actions.HoldKey:
 		return d.planChord(a.Keys, a.Duration)
@@ -348,8 +348,10 @@ func (d *Display) planChord(c actions.Chord, hold time.Duration) (func(ctx conte
 
 // typeText types text key by key, so that key handlers fire, holding Shift
 // for the characters that need it (unless shiftHeld). Runes no key of a US
-// keyboard types are inserted as text, as an input method would.
-func (d *Display) typeText(text string, shiftHeld bool) error {
+// keyboard types are inserted as text, as an input method would. It stops
+// between keys once ctx ends: when a key opened a JavaScript dialog, the
+// rest is not typed after the dialog is answered, and a note says so.
+func (d *Display) typeText(ctx context.Context, text string, shiftHeld bool) error {
 	kb := d.page.Keyboard()
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var pending strings.Builder
@@ -361,15 +363,23 @@ func (d *Display) typeText(text string, shiftHeld bool) error {
 		pending.Reset()
 		return err
 	}
+	total := utf8.RuneCountInString(text)
+	typed := 0
 	for _, r := range text {
 		info, ok := actions.KeyForRune(r)
 		if !ok {
 			pending.WriteRune(r)
+			typed++
 			continue
 		}
 		if err := flush(); err != nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			d.state.note("typing stopped after %d of %d characters: the type action ended first (a dialog opened, or it was canceled or timed out), and the rest was not typed", typed, total)
+			return context.Cause(ctx)
+		}
+		typed++
 		_, name, err := playwrightKey(info.Key)
 		if err != nil {
 			return err
