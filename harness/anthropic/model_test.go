@@ -655,22 +655,24 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// TestRetryAfter checks the SDK's retry honours retry-after, against a
-// real HTTP server.
+// TestRetryAfter checks that a retry waits as long as retry-after asks, in
+// fake time (the fault suite retries over real HTTP).
 func TestRetryAfter(t *testing.T) {
-	srv := anthropictest.NewServer(t,
-		anthropictest.Reply{Status: 429, ErrorType: "rate_limit_error", Header: map[string]string{"retry-after": "1"}},
-		anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("ok")}},
-	)
-	m := newModel(t, srv, anthropic.Computer20250124)
-	start := time.Now()
-	turn := next(t, m, harness.Input{Task: "Hi."})
-	if d := time.Since(start); d < time.Second {
-		t.Errorf("Next() took %v after a 429 with retry-after: 1, want at least 1s", d)
-	}
-	if n := len(srv.Requests()); n != 2 || turn.Text != "ok" {
-		t.Errorf("Next() = %q after %d requests, want \"ok\" after 2", turn.Text, n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		srv := anthropictest.New(t,
+			anthropictest.Reply{Status: 429, ErrorType: "rate_limit_error", Header: map[string]string{"retry-after": "1"}},
+			anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("ok")}},
+		)
+		m := newModel(t, srv, anthropic.Computer20250124)
+		start := time.Now()
+		turn := next(t, m, harness.Input{Task: "Hi."})
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("Next() took %v after a 429 with retry-after: 1, want 1s", d)
+		}
+		if n := len(srv.Requests()); n != 2 || turn.Text != "ok" {
+			t.Errorf("Next() = %q after %d requests, want \"ok\" after 2", turn.Text, n)
+		}
+	})
 }
 
 // TestRetryBackoff checks retries on overload and their delays in fake
