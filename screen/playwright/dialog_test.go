@@ -35,6 +35,8 @@ func dialogPages(t *testing.T) (*httptest.Server, chan string) {
 	page("/prompt", `<button `+full+` onclick="document.title = 'got ' + prompt('Your name?', 'Bob')">prompt</button>`)
 	page("/leave", `<a href="/left" `+full+`>leave</a><script>addEventListener("beforeunload", e => { e.preventDefault(); e.returnValue = ""; })</script>`)
 	page("/left", `left`)
+	page("/download", `<a href="/file.txt" download="report.txt" `+full+`>download</a>`)
+	mux.HandleFunc("/file.txt", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "secret report") })
 	page("/typing", `<input autofocus onkeydown="if (event.key === 'b') alert('b pressed')" `+full+`>`)
 	page("/upload", `<input type=file multiple `+full+`
 onchange="fetch('/got', {method: 'POST', body: Array.from(this.files).map(f => f.name + ':' + f.size).join(',')})">`)
@@ -255,6 +257,23 @@ func TestUpload(t *testing.T) {
 				t.Errorf("Capture() after the upload: events %q", shot.Events)
 			}
 		})
+	}
+}
+
+// TestDownloadRefused checks that a download is refused with a note, as on
+// a screen/cdp display that keeps no downloads.
+func TestDownloadRefused(t *testing.T) {
+	srv, _ := dialogPages(t)
+	d := newDisplay(t, DisplayConfig{})
+	load(t, d, srv.URL+"/download")
+	perform(t, d, click(100, 100))
+	want := fmt.Sprintf("A download of report.txt (%s/file.txt) was refused: this display keeps no downloads.", srv.URL)
+	shot := capture(t, d)
+	if !slices.Contains(shot.Events, want) {
+		t.Errorf("Capture() after a click on a download link: events %q, want %q", shot.Events, want)
+	}
+	if shot.Frame.URL != srv.URL+"/download" {
+		t.Errorf("Frame.URL after the download = %q, want the page unchanged", shot.Frame.URL)
 	}
 }
 

@@ -422,6 +422,9 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 			Viewport:          &pw.Size{Width: cfg.Viewport.W, Height: cfg.Viewport.H},
 			Screen:            &pw.Size{Width: cfg.Viewport.W, Height: cfg.Viewport.H},
 			DeviceScaleFactor: new(cfg.DPR),
+			// Downloads are refused, as on a screen/cdp display without
+			// a download directory; the page's attempt is noted.
+			AcceptDownloads: new(false),
 		})
 		if err != nil {
 			return fmt.Errorf("new browser context: %w", err)

@@ -78,6 +78,9 @@ func (s *pageState) watch(p pw.Page) {
 	// dialog left open blocks the page (every Playwright call on it waits)
 	// until the dialog action answers it.
 	p.OnDialog(s.opened)
+	p.OnDownload(func(dl pw.Download) {
+		s.note("A download of %s (%s) was refused: this display keeps no downloads.", clip(dl.SuggestedFilename(), 120), clip(dl.URL(), 200))
+	})
 	// With a listener, Playwright intercepts file choosers: no native
 	// one opens, and the Upload action answers it.
 	p.OnFileChooser(func(fc pw.FileChooser) {
