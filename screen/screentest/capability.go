@@ -116,7 +116,7 @@ func (c *checker) probes(k Capability) []actions.Action {
 	}
 	switch k {
 	case Pages:
-		return []actions.Action{{Kind: actions.Navigate, URL: c.o.Pages + "/pattern.html"}}
+		return []actions.Action{{Kind: actions.Navigate, URL: c.o.Pages + "/pattern.html"}, {Kind: actions.GoBack}, {Kind: actions.GoForward}}
 	case Pointer:
 		held := click(near)
 		held.Modifiers = actions.Chord{actions.Control, actions.Shift}
