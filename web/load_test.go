@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/web"
 )
@@ -200,8 +201,7 @@ func TestLoad(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	slices.Sort(lat)
-	p50, p95 := pct(lat, 50), pct(lat, 95)
+	p50, p95 := stats.Percentile(lat, 50), stats.Percentile(lat, 95)
 	watched := int64(0)
 	for i := range events {
 		watched += events[i].Load()
@@ -371,13 +371,6 @@ func renderers(t *testing.T) int {
 		}
 	}
 	return n
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, (len(sorted)*p+99)/100-1)]
 }
 
 func goroutineDump() string {
