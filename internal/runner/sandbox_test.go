@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/egress"
@@ -254,7 +255,7 @@ model:
 	if len(firsts) > 0 {
 		t.Logf("%d sandboxed runs at once: %v in all; each %v to %v; sandbox start to first screenshot p50 %v (max %v)",
 			n, time.Since(t0).Round(time.Millisecond), took[0].Round(time.Millisecond), took[n-1].Round(time.Millisecond),
-			firsts[len(firsts)/2].Round(time.Millisecond), firsts[len(firsts)-1].Round(time.Millisecond))
+			stats.Percentile(firsts, 50).Round(time.Millisecond), firsts[len(firsts)-1].Round(time.Millisecond))
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Errorf("eight sandboxed runs took longer than 90 s")
