@@ -119,7 +119,26 @@ func DecodeActions(raw json.RawMessage) ([]actions.Action, error) {
 	return out, nil
 }
 
+// decode reads the fields of an action of type f.typ, which DecodeAction has
+// checked, by the type's family: pointer, keyboard, screen or browser.
 func decode(f *fields) (actions.Action, error) {
+	switch f.typ {
+	case "click", "double_click", "triple_click", "mouse_down", "mouse_up", "move", "drag", "scroll":
+		return decodePointer(f)
+	case "keypress", "hold_key", "type":
+		return decodeKeyboard(f)
+	case "wait", "zoom", "screenshot", "cursor_position":
+		return decodeScreen(f)
+	case "navigate", "go_back", "go_forward", "list_tabs", "switch_tab", "close_tab", "dialog", "upload":
+		return decodeBrowser(f)
+	}
+	// unreachable: DecodeAction checked the type
+	return actions.Action{}, fmt.Errorf("unknown action type")
+}
+
+// decodePointer decodes the mouse actions: clicks, button presses, moves,
+// drags and scrolls.
+func decodePointer(f *fields) (actions.Action, error) {
 	var a actions.Action
 	var err error
 	switch f.typ {
@@ -149,19 +168,38 @@ func decode(f *fields) (actions.Action, error) {
 		a.Modifiers, err = f.modifiers()
 	case "scroll":
 		a.Kind = actions.Scroll
-		if err = f.pointer(&a, true, false); err != nil {
-			return a, err
-		}
-		var okX, okY bool
-		if a.DeltaX, okX, err = f.num("scroll_x"); err != nil {
-			return a, err
-		}
-		if a.DeltaY, okY, err = f.num("scroll_y"); err != nil {
-			return a, err
-		}
-		if !okX && !okY {
-			return a, fmt.Errorf(`missing "scroll_x" and "scroll_y"`)
-		}
+		err = f.scroll(&a)
+	}
+	return a, err
+}
+
+// scroll reads a scroll's point, modifiers and distances into a; at least
+// one of "scroll_x" and "scroll_y" is required.
+func (f *fields) scroll(a *actions.Action) error {
+	if err := f.pointer(a, true, false); err != nil {
+		return err
+	}
+	var okX, okY bool
+	var err error
+	if a.DeltaX, okX, err = f.num("scroll_x"); err != nil {
+		return err
+	}
+	if a.DeltaY, okY, err = f.num("scroll_y"); err != nil {
+		return err
+	}
+	if !okX && !okY {
+		return fmt.Errorf(`missing "scroll_x" and "scroll_y"`)
+	}
+	return nil
+}
+
+// decodeKeyboard decodes the keyboard actions: key chords, held keys and
+// typed text.
+func decodeKeyboard(f *fields) (actions.Action, error) {
+	var a actions.Action
+	var err error
+	var ok bool
+	switch f.typ {
 	case "keypress":
 		a.Kind = actions.Keypress
 		a.Keys, err = f.chord("keys")
@@ -170,18 +208,26 @@ func decode(f *fields) (actions.Action, error) {
 		if a.Keys, err = f.chord("keys"); err != nil {
 			return a, err
 		}
-		var ok bool
 		a.Duration, ok, err = f.millis("duration_ms")
 		if err == nil && !ok {
 			err = fmt.Errorf(`missing "duration_ms"`)
 		}
 	case "type":
 		a.Kind = actions.Type
-		var ok bool
 		a.Text, ok, err = f.str("text")
 		if err == nil && !ok {
 			err = fmt.Errorf(`missing "text"`)
 		}
+	}
+	return a, err
+}
+
+// decodeScreen decodes the actions that look at the screen or wait for it:
+// wait, zoom, screenshot and cursor_position.
+func decodeScreen(f *fields) (actions.Action, error) {
+	var a actions.Action
+	var err error
+	switch f.typ {
 	case "wait":
 		a.Kind = actions.Wait
 		var ok bool
@@ -192,21 +238,31 @@ func decode(f *fields) (actions.Action, error) {
 	case "zoom":
 		a.Kind = actions.Zoom
 		a.Region, err = f.region()
+	case "screenshot":
+		a.Kind = actions.Screenshot
+	case "cursor_position":
+		a.Kind = actions.CursorPosition
+	}
+	return a, err
+}
+
+// decodeBrowser decodes the browser actions: navigation, tabs, dialogs and
+// uploads.
+func decodeBrowser(f *fields) (actions.Action, error) {
+	var a actions.Action
+	var err error
+	var ok bool
+	switch f.typ {
 	case "navigate":
 		a.Kind = actions.Navigate
-		var ok bool
 		a.URL, ok, err = f.str("url")
 		if err == nil && (!ok || a.URL == "") {
 			err = fmt.Errorf(`missing "url"`)
 		}
-	case "screenshot":
-		a.Kind = actions.Screenshot
 	case "go_back":
 		a.Kind = actions.GoBack
 	case "go_forward":
 		a.Kind = actions.GoForward
-	case "cursor_position":
-		a.Kind = actions.CursorPosition
 	case "list_tabs":
 		a.Kind = actions.ListTabs
 	case "switch_tab", "close_tab":
@@ -214,7 +270,6 @@ func decode(f *fields) (actions.Action, error) {
 		if f.typ == "close_tab" {
 			a.Kind = actions.CloseTab
 		}
-		var ok bool
 		a.Tab, ok, err = f.index("tab")
 		if err == nil && !ok && a.Kind == actions.SwitchTab {
 			err = fmt.Errorf(`missing "tab"`)
@@ -231,13 +286,10 @@ func decode(f *fields) (actions.Action, error) {
 		a.Text, _, err = f.str("text")
 	case "upload":
 		a.Kind = actions.Upload
-		var ok bool
 		a.Files, ok, err = f.strs("files")
 		if err == nil && (!ok || len(a.Files) == 0) {
 			err = fmt.Errorf(`missing "files"`)
 		}
-	default: // unreachable: DecodeAction checked the type
-		return a, fmt.Errorf("unknown action type")
 	}
 	return a, err
 }
