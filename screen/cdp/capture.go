@@ -278,7 +278,10 @@ func imageSize(data []byte) (screen.Format, screen.Size, error) {
 
 // settle is the settle of Screencast mode: it waits until the page is quiet
 // or timeout has passed; a negative timeout does not wait. It fails only if
-// ctx ends.
+// ctx ends. Once the other signals are quiet it asks the page what still
+// animates (animationsJS), unless no input came and no frame was drawn
+// since the page last answered that nothing did: a page at rest costs no
+// round trip.
 func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Settle, error) {
 	if timeout < 0 {
 		return screen.Settle{}, nil
@@ -299,8 +302,12 @@ func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Set
 	for {
 		now := time.Now()
 		q := d.state.status(now, d.cfg.QuietWindow, timeout)
+		if q.quiet && d.idleSinceProbe() {
+			return screen.Settle{Waited: now.Sub(start)}, nil
+		}
 		if q.quiet {
-			n, err := d.runningAnimations(ctx)
+			probeFrames, probeInputs := d.state.frameCount(), d.state.inputCount()
+			a, err := d.animations(ctx)
 			if fatal(ctx, err) {
 				return screen.Settle{}, fmt.Errorf("settle: %w", err)
 			}
@@ -314,9 +321,10 @@ func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Set
 			case err != nil:
 				// A page that cannot answer, quiet otherwise.
 				return screen.Settle{Waited: now.Sub(start)}, nil
-			case n > 0:
-				q = quietness{wake: now.Add(animationPoll), reason: fmt.Sprintf("%d animation(s) still running", n)}
+			case a.running():
+				q = quietness{wake: now.Add(animationPoll), reason: a.String()}
 			case d.state.status(now, d.cfg.QuietWindow, timeout).quiet:
+				d.probedIdle(probeFrames, probeInputs)
 				return screen.Settle{Waited: now.Sub(start)}, nil
 			default:
 				continue // something happened while we asked
@@ -389,14 +397,6 @@ const (
 	maxFence = time.Second
 )
 
-// runningAnimations asks the page how many CSS animations, CSS
-// transitions and Web Animations are running. Those that draw on the
-// compositor produce frames at a rate a loaded machine can make look like
-// pauses, so settle asks rather than relying on frames alone.
-func (d *Display) runningAnimations(ctx context.Context) (int, error) {
-	return d.evalInt(ctx, runningAnimationsJS)
-}
-
 // evalInt evaluates a settle probe that yields a count. A page whose
 // scripts broke the probe (an exception, no number) counts as 0, so that
 // settle relies on the other signals.
@@ -420,12 +420,6 @@ func (d *Display) evalInt(ctx context.Context, expr string) (int, error) {
 	return n, nil
 }
 
-const runningAnimationsJS = `(() => {
-	let n = 0;
-	for (const a of document.getAnimations()) if (a.playState === "running") n++;
-	return n;
-})()`
-
 func round(f float64) int { return int(math.Round(f)) }
 
 func abs(i int) int {
@@ -442,4 +436,17 @@ func finite(fs ...float64) bool {
 		}
 	}
 	return true
+}
+
+// idleSinceProbe reports whether, in Screencast mode, the page has drawn
+// no frame and had no input since it last answered that nothing animates.
+func (d *Display) idleSinceProbe() bool {
+	p := d.idle
+	return p.st == d.state && p.frames == d.state.frameCount() && p.inputs == d.state.inputCount()
+}
+
+// probedIdle records that the page answered that nothing animates, when it
+// had drawn frames frames and had inputs inputs.
+func (d *Display) probedIdle(frames, inputs int64) {
+	d.idle.st, d.idle.frames, d.idle.inputs = d.state, frames, inputs
 }

@@ -71,6 +71,13 @@ type Display struct {
 	seq     int        // frames captured
 	lastURL string     // URL of the previous capture
 	fenced  int64      // inputs whose effects a settle has waited for
+	// idle is, in Screencast mode, when the page last answered that
+	// nothing animates: its tab's state, and its frame and input counts
+	// then.
+	idle struct {
+		st             *pageState
+		frames, inputs int64
+	}
 	pointer actions.Point
 	buttons int64 // CDP bitmask of the mouse buttons held down
 	// last is the previous full capture, shown again while a JavaScript

@@ -22,9 +22,9 @@
 // quiet: no navigation is loading and no network request is in flight
 // (long-lived ones, such as WebSockets, EventSource streams and requests
 // older than the timeout, are ignored), no short timer that the page set
-// in answer to input is pending, and the page has stopped drawing.
-// A page that never goes quiet is captured anyway, with the reason in
-// Frame.Settle. Capture reads the encoded image's header to make sure its
+// in answer to input is pending, nothing animates, and the page has
+// stopped drawing. A page that never goes quiet (an endless animation) is
+// captured anyway, with the reason in Frame.Settle. Capture reads the encoded image's header to make sure its
 // size is what it asked for.
 //
 // Short timers: a page that answers a click after a setTimeout of 120 ms,
@@ -34,9 +34,20 @@
 // requestAnimationFrame callbacks scheduled within 100 ms of an input
 // event, or of the start of such a callback (a chain, a few deep), and
 // reports the count through a Runtime binding; settling waits for it to
-// reach zero (at most 1.5 s). Loops that schedule themselves again,
-// setInterval and long timers are never counted, so polling pages settle
-// as fast as others (see timers.go). A fetch() response counts as loaded
+// reach zero (at most 1.5 s). Loops that schedule themselves again and
+// long timers are not counted there, so polling pages settle as fast as
+// others (see timers.go).
+//
+// Animations: a frame that draws nothing new can fall between two steps
+// of a script animation (a jQuery accordion's setInterval of 13 ms, a
+// setTimeout chain, a requestAnimationFrame loop) or in the delay or slow
+// start of a CSS transition. So the same script tells the loops that
+// change the page (the DOM, a canvas, a scroll position) from those that
+// poll, and after input, or once the page has drawn something new,
+// settling asks the page what still animates: those loops, and the CSS
+// animations, CSS transitions and Web Animations that will end
+// (document.getAnimations). Endless ones are left to the frames they
+// draw. A page that got no input and drew nothing is not asked. A fetch() response counts as loaded
 // once its body has arrived (its Content-Length, or 100 ms without new
 // data): Chromium reports it finished only when the page reads the body.
 // The requests of cross-site (out-of-process) iframes finish in a process
@@ -47,8 +58,10 @@
 // the page is drawn only when the display runs a frame
 // (HeadlessExperimental.beginFrame), and each frame says whether it drew
 // anything new. Capture runs frames, back to back after input and then at
-// 60 per second, until one draws nothing new while the page loads nothing;
-// the image is the screenshot of one more frame. CSS animations run on
+// 60 per second, until one draws nothing new while the page loads nothing
+// and nothing animates; the image is the screenshot of one more frame,
+// unless no frame has drawn anything new since the last screenshot, which
+// is then returned again without a new encode (see keptShot). CSS animations run on
 // the main thread (--disable-threaded-animation): a compositor-thread
 // animation that ends while frames are controlled can leave a frame
 // unanswered for good. The compositor draws it

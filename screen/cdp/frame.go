@@ -40,6 +40,36 @@ type frameControl struct {
 	d      *Display
 	window cdpbrowser.WindowID
 	out    output // what the window shows now
+	// kept is the last screenshot a frame took (see keptShot); clean
+	// says that the last frame ended a settle without damage.
+	kept  *keptShot
+	clean bool
+	// afterShot says that the last frame took a screenshot: the frame
+	// after one always reports damage, whether the page changed or not.
+	afterShot bool
+	// changes is the page's count of changes at its last answer to
+	// animationsJS, if probed.
+	changes int64
+	probed  bool
+}
+
+// keptShot is the last screenshot a frame took, and what it is of. It
+// shows the page as it is while no later frame drew anything new. The
+// frame right after a screenshot frame always reports damage, so that one
+// frame cannot tell; there the page's count of changes must be the same
+// after it as at the last answer before the screenshot, with nothing
+// animating, no input and no protocol event since (checked).
+type keptShot struct {
+	out     output
+	sp      headlessexperimental.ScreenshotParams
+	data    []byte
+	checked bool
+	// What the page had said and done at the screenshot: its count of
+	// changes (-1: unknown), the display's input count and the page's
+	// last activity.
+	changes  int64
+	inputs   int64
+	activity time.Time
 }
 
 // output is what a frame-controlled window shows: the whole viewport,
@@ -116,6 +146,7 @@ func (f *frameControl) apply(ctx context.Context, o output) error {
 	if o == f.out {
 		return nil
 	}
+	f.kept, f.clean = nil, false
 	d := f.d
 	if o.size != f.out.size {
 		if _, err := browserCall(ctx, d, cdpbrowser.SetWindowBounds, cdpbrowser.SetWindowBoundsParams{
@@ -146,17 +177,102 @@ func (f *frameControl) frame(ctx context.Context, shot *headlessexperimental.Scr
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return call(ctx, f.d, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: shot})
+	res, err := call(ctx, f.d, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: shot})
+	after := f.afterShot
+	f.clean, f.afterShot = false, shot != nil && err == nil
+	switch {
+	case err != nil || shot != nil:
+		f.kept = nil // grab keeps its own
+	case res.HasDamage && !after:
+		f.kept = nil
+	case !res.HasDamage && after && f.kept != nil:
+		f.kept.checked = true // nothing changed since the screenshot
+	}
+	return res, err
+}
+
+// answered records the page's answer to animationsJS: it checks a kept
+// screenshot whose next frame reported damage.
+func (f *frameControl) answered(a animations) {
+	if k := f.kept; k != nil && !k.checked {
+		if a.running() || a.changes < 0 || a.changes != k.changes {
+			f.kept = nil
+		} else {
+			k.checked = true
+		}
+	}
+	f.changes, f.probed = a.changes, true
+}
+
+// keep remembers data, the screenshot sp of a frame of o, if it is one.
+func (f *frameControl) keep(o output, sp *headlessexperimental.ScreenshotParams, data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	if _, size, err := imageSize(data); err != nil || size != o.size {
+		return
+	}
+	st := f.d.state
+	st.mu.Lock()
+	activity := st.lastActivity
+	st.mu.Unlock()
+	changes := int64(-1)
+	if f.probed {
+		changes = f.changes
+	}
+	f.kept = &keptShot{out: o, sp: *sp, data: data, changes: changes, inputs: st.inputCount(), activity: activity}
+}
+
+// keptFor returns the kept screenshot if it shows the page as it is now,
+// as o and sp ask: a settle has just ended on a frame without damage, the
+// screenshot is checked, and no input or protocol event came since.
+func (f *frameControl) keptFor(o output, sp *headlessexperimental.ScreenshotParams) ([]byte, bool) {
+	k := f.kept
+	if !f.clean || k == nil || !k.checked || k.out != o || k.out != f.out || !sameShot(&k.sp, sp) {
+		return nil, false
+	}
+	st := f.d.state
+	st.mu.Lock()
+	activity := st.lastActivity
+	st.mu.Unlock()
+	if st.inputCount() != k.inputs || !activity.Equal(k.activity) {
+		return nil, false
+	}
+	return k.data, true
+}
+
+// sameShot reports whether two screenshot parameters ask for the same
+// encoding.
+func sameShot(a, b *headlessexperimental.ScreenshotParams) bool {
+	return a.Format == b.Format && a.OptimizeForSpeed == b.OptimizeForSpeed && samePtr(a.Quality, b.Quality)
+}
+
+func samePtr[T comparable](a, b *T) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
 // settle runs frames until one draws nothing new while the page loads
-// nothing, or until timeout. The first frames after input run back to
-// back; after burstFrames, and while the page waits for the network,
-// frames run at frameInterval.
+// nothing and nothing animates, or until timeout. The first frames after
+// input run back to back; after burstFrames, and while the page waits for
+// the network or animates, frames run at frameInterval.
+//
+// A frame without damage is not enough: a script animation draws only at
+// its steps, and a CSS transition that eases in or waits out a delay draws
+// nothing at first. So after input, and after every frame that drew
+// something, the page is asked what still animates (animationsJS); the
+// question runs while the next frame does, and its answer is also the
+// round trip that lets the events the input caused (a request sent, a
+// timer set) arrive first. A page that neither got input nor drew is not
+// asked: it costs one frame.
+//
+// A capture whose settle ends as the last screenshot's did, with no frame
+// that drew anything new since (see keptShot), gets that screenshot again:
+// the same page encoded again would give the same image.
 func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Duration) (screen.Settle, error) {
 	d := f.d
 	start := time.Now()
-	if o, ok := f.outputFor(r); ok {
+	o, full := f.outputFor(r)
+	if full {
 		if err := f.apply(ctx, o); err != nil {
 			return screen.Settle{}, fmt.Errorf("settle: %w", err)
 		}
@@ -164,59 +280,188 @@ func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Du
 	if timeout < 0 {
 		return screen.Settle{}, nil
 	}
-	deadline := start.Add(timeout)
+	s := settling{f: f, start: start, deadline: start.Add(timeout), timeout: timeout}
+	defer s.stop()
 	if n := d.state.inputCount(); n != d.fenced {
-		// The events that the input caused in the page (a request sent,
-		// a timer set) come on the tab's session, and may come after
-		// the first frames: one round trip on it lets them arrive first.
-		if _, err := d.evalInt(ctx, "0"); fatal(ctx, err) {
-			return screen.Settle{}, fmt.Errorf("settle: %w", err)
-		}
 		d.fenced = n
+		s.ask = true
 	}
-	var frames, damaged, burst int
 	for {
 		begun := time.Now()
-		res, err := f.frame(ctx, nil)
+		damaged, err := s.frame(ctx)
 		if err != nil {
 			return screen.Settle{}, fmt.Errorf("settle: %w", err)
 		}
-		frames++
-		if res.HasDamage {
-			damaged++
-			burst++
-		} else {
-			burst = 0
+		done, err := s.decide(ctx, damaged)
+		if err != nil {
+			return screen.Settle{}, fmt.Errorf("settle: %w", err)
 		}
-		now := time.Now()
-		q := d.state.status(now, d.cfg.QuietWindow, timeout)
-		if q.quiet && !res.HasDamage {
-			return screen.Settle{Waited: now.Sub(start)}, nil
+		if done {
+			return s.result, nil
 		}
-		waited := now.Sub(start)
-		if !now.Before(deadline) {
-			reason := q.reason
-			if q.quiet {
-				reason = "the page kept drawing new frames (an animation?)"
-			}
-			if damaged > 0 {
-				reason += fmt.Sprintf(" (%d new frames in %v)", damaged, waited.Round(time.Millisecond))
-			}
-			return screen.Settle{Waited: waited, TimedOut: true, Reason: reason}, nil
-		}
-		if res.HasDamage && burst < burstFrames {
+		if damaged && s.burst < burstFrames {
 			continue
 		}
 		wake := begun.Add(frameInterval)
-		if !q.wake.IsZero() && q.wake.Before(wake) {
-			wake = q.wake
+		if !s.q.wake.IsZero() && s.q.wake.Before(wake) {
+			wake = s.q.wake
 		}
-		if deadline.Before(wake) {
-			wake = deadline
+		if s.deadline.Before(wake) {
+			wake = s.deadline
 		}
 		if err := f.wait(ctx, wake); err != nil {
 			return screen.Settle{}, fmt.Errorf("settle: %w", err)
 		}
+	}
+}
+
+// settling is the state of one frame-control settle.
+type settling struct {
+	f               *frameControl
+	start, deadline time.Time
+	timeout         time.Duration
+	ask             bool       // the page must be asked what animates after the next frame
+	probe           *animProbe // the question in flight, or answered
+	frames, damaged int
+	burst           int
+	probeErrs       int        // questions that failed
+	anim            animations // the last answer
+	q               quietness
+	result          screen.Settle
+}
+
+// animProbe is one animationsJS question, asked on a goroutine of its own.
+type animProbe struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	a      animations
+	err    error
+}
+
+// frame runs one frame and reports whether it drew anything new. After
+// input or damage it sends the question of what animates, which runs
+// during the next frame.
+func (s *settling) frame(ctx context.Context) (bool, error) {
+	res, err := s.f.frame(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	s.frames++
+	if res.HasDamage {
+		s.damaged++
+		s.burst++
+		s.ask = true
+	} else {
+		s.burst = 0
+	}
+	if s.ask && (s.probe == nil || s.probe.answered()) {
+		if s.probe != nil {
+			s.probe.cancel()
+		}
+		s.probe = s.f.ask(ctx)
+		s.ask = false
+	}
+	return res.HasDamage, nil
+}
+
+// decide says whether the page has settled after a frame, or the wait
+// timed out; s.result is then the settle. It waits for the answer to the
+// question in flight only when nothing else keeps the page busy.
+func (s *settling) decide(ctx context.Context, damaged bool) (bool, error) {
+	d := s.f.d
+	now := time.Now()
+	s.q = d.state.status(now, d.cfg.QuietWindow, s.timeout)
+	if !damaged && s.q.quiet && (s.probe != nil || s.ask) {
+		p := s.probe
+		if s.ask {
+			// The question in flight was sent before the last frame
+			// that drew something: ask again.
+			if p != nil {
+				p.cancel()
+				<-p.done
+			}
+			p, s.ask = s.f.ask(ctx), false
+		}
+		s.probe = nil
+		for {
+			<-p.done
+			if fatal(ctx, p.err) {
+				return false, p.err
+			}
+			if p.err == nil || s.probeErrs == maxProbeErrs {
+				break
+			}
+			// The document went away under the question (a navigation):
+			// ask again. A page that cannot answer, quiet otherwise, is
+			// left to the frames.
+			s.probeErrs++
+			p = s.f.ask(ctx)
+		}
+		if p.err == nil {
+			s.f.answered(p.a)
+		}
+		switch {
+		case p.err != nil:
+			s.anim = animations{}
+		case p.a.running():
+			s.anim = p.a
+			s.ask = true
+		default:
+			s.anim = animations{}
+		}
+		now = time.Now()
+		s.q = d.state.status(now, d.cfg.QuietWindow, s.timeout)
+	}
+	waited := now.Sub(s.start)
+	if !damaged && s.q.quiet && s.probe == nil && !s.ask {
+		s.result = screen.Settle{Waited: waited}
+		s.f.clean = true
+		return true, nil
+	}
+	if now.Before(s.deadline) {
+		return false, nil
+	}
+	reason := s.q.reason
+	switch {
+	case !s.q.quiet:
+	case s.anim.running():
+		reason = s.anim.String()
+	default:
+		reason = "the page kept drawing new frames (an animation?)"
+	}
+	if s.damaged > 0 {
+		reason += fmt.Sprintf(" (%d new frames in %v)", s.damaged, waited.Round(time.Millisecond))
+	}
+	s.result = screen.Settle{Waited: waited, TimedOut: true, Reason: reason}
+	return true, nil
+}
+
+// stop ends a question still in flight.
+func (s *settling) stop() {
+	if s.probe != nil {
+		s.probe.cancel()
+		<-s.probe.done
+	}
+}
+
+// ask sends the question of what animates on a goroutine of its own.
+func (f *frameControl) ask(ctx context.Context) *animProbe {
+	pctx, cancel := context.WithCancel(ctx)
+	p := &animProbe{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(p.done)
+		p.a, p.err = f.d.animations(pctx)
+	}()
+	return p
+}
+
+// answered reports whether the question has its answer.
+func (p *animProbe) answered() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -255,6 +500,19 @@ func (f *frameControl) grab(ctx context.Context, r captureReq, scroll actions.Po
 	if err := f.apply(ctx, o); err != nil {
 		return nil, err
 	}
+	sp := f.shotParams(r)
+	if data, ok := f.keptFor(o, sp); ok {
+		return data, nil
+	}
+	data, err := f.shot(ctx, o, sp)
+	if err == nil {
+		f.keep(o, sp, data)
+	}
+	return data, err
+}
+
+// shotParams are the screenshot parameters of beginFrame for r.
+func (f *frameControl) shotParams(r captureReq) *headlessexperimental.ScreenshotParams {
 	sp := &headlessexperimental.ScreenshotParams{
 		Format:           headlessexperimental.ScreenshotParamsFormatPng,
 		OptimizeForSpeed: true,
@@ -263,7 +521,7 @@ func (f *frameControl) grab(ctx context.Context, r captureReq, scroll actions.Po
 		sp.Format = headlessexperimental.ScreenshotParamsFormatJpeg
 		sp.Quality = new(int64(r.quality))
 	}
-	return f.shot(ctx, o, sp)
+	return sp
 }
 
 // shot runs frames with a screenshot until one comes back of o's size, at

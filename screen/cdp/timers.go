@@ -2,6 +2,8 @@ package cdp
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -29,9 +31,31 @@ import (
 // of the start of a counted callback, up to a chain depth (timerDepth
 // for setTimeout, rafDepth for animation frames); a setTimeout is counted
 // only if its delay is at most maxTimerDelay. A callback that schedules
-// itself again (a polling loop, an animation loop) is never counted, and
-// setInterval never is: what runs forever cannot be waited for, and a
-// polling page should not make every step wait.
+// itself again (a polling loop, an animation loop) is never counted there:
+// what runs forever cannot be waited for, and a polling page should not
+// make every step wait.
+//
+// Script animations. A loop that moves something a step at a time (a
+// jQuery animation's setInterval of 13 ms, a chain of setTimeouts, a
+// requestAnimationFrame loop) draws a little at each step and nothing in
+// between, so a frame without damage, or a quiet window shorter than a
+// step, can fall between two steps of a half-finished animation. So the
+// same script also tells loops that change the page from loops that
+// poll, and counts the page's changes (see animations.changes): it watches the DOM with a MutationObserver, canvas drawing and
+// scroll events, and judges each callback run by whether the page changed
+// during it. Its count of script animations (read by animationsJS, with
+// the page's CSS and Web Animations, and never pushed: a page that changed
+// nothing is not asked) holds
+//   - a setInterval of at most maxLoopPeriod, from its creation until its
+//     first run, and then for as long as one of its last loopIdleRuns runs
+//     changed the page (until cleared);
+//   - a setTimeout of at most maxLoopPeriod, or an animation frame, that a
+//     callback run which changed the page scheduled, until it runs or is
+//     cleared: the next step of a chain.
+//
+// A poll changes nothing, so it is never counted past its first run; a
+// loop that changes the page forever is an endless animation, which
+// settling waits out until its timeout and then reports.
 const (
 	timerBinding  = "__spotterTimers"
 	timerWindow   = 100 // ms
@@ -42,6 +66,15 @@ const (
 	// and still hold a capture: a counted animation frame of an iframe
 	// that is not drawn never runs.
 	maxTimerWait = 1500 * time.Millisecond
+	// maxLoopPeriod is the longest interval or timeout, in ms, that counts
+	// as the step of a script animation.
+	maxLoopPeriod = 100
+	// loopIdleRuns is how many runs in a row of an interval must change
+	// nothing before it no longer counts as an animation.
+	loopIdleRuns = 2
+	// animProbeName is the page's function that returns its count of
+	// script animations.
+	animProbeName = "__spotterAnimations"
 )
 
 var timerScript = `(() => {
@@ -49,12 +82,55 @@ var timerScript = `(() => {
 	if (typeof report !== "function" || globalThis.setTimeout.__spotter) return;
 	try { delete globalThis[` + strconv.Quote(timerBinding) + `]; } catch (e) {}
 	const window = ` + strconv.Itoa(timerWindow) + `, maxDelay = ` + strconv.Itoa(maxTimerDelay) + `;
+	const loopPeriod = ` + strconv.Itoa(maxLoopPeriod) + `, idleRuns = ` + strconv.Itoa(loopIdleRuns) + `;
 	const now = () => performance.now();
 	let lastInput = -1e9, lastFire = -1e9, fireDepth = 0, running = null, pending = 0;
 	const send = () => { try { report(String(pending)); } catch (e) {} };
 	for (const type of ["pointerdown", "pointerup", "pointerover", "mousedown", "mouseup", "click", "dblclick",
 		"contextmenu", "keydown", "keyup", "input", "change", "submit", "wheel", "focusin", "drop"])
 		addEventListener(type, () => { lastInput = now(); }, {capture: true, passive: true});
+
+	// Script animations: loops that change the page. anim counts short
+	// intervals until their first run and while their runs change the
+	// page, and the timeouts and animation frames that a run which
+	// changed the page scheduled, until they run. A run changes the page
+	// if the DOM mutated during it, or it drew on a canvas, or something
+	// scrolled since the run before.
+	let anim = 0, drew = false, scrolled = false, steps = null, changes = 0;
+	let mo = null;
+	try {
+		mo = new MutationObserver(r => { changes += r.length; });
+		mo.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+	} catch (e) {}
+	addEventListener("scroll", () => { scrolled = true; changes++; }, {capture: true, passive: true});
+	const c2d = globalThis.CanvasRenderingContext2D && CanvasRenderingContext2D.prototype;
+	if (c2d) for (const name of ["clearRect", "fillRect", "strokeRect", "fill", "stroke", "drawImage", "putImageData", "fillText", "strokeText"]) {
+		const orig = c2d[name];
+		if (typeof orig === "function") c2d[name] = function (...a) { drew = true; changes++; return Reflect.apply(orig, this, a); };
+	}
+	// tracked runs fn as a timer's callback and reports whether the run
+	// changed the page; the short timers and frames it scheduled become
+	// animation steps if it did.
+	const tracked = (fn, self, a) => {
+		if (mo) changes += mo.takeRecords().length;
+		const prevSteps = steps, mine = [];
+		steps = mine; drew = false;
+		let changed = false;
+		try { return Reflect.apply(fn, self, a); }
+		finally {
+			steps = prevSteps;
+			const n = mo ? mo.takeRecords().length : 0;
+			changes += n;
+			changed = n > 0 || drew || scrolled;
+			drew = false; scrolled = false;
+			if (changed) for (const s of mine) if (!s.done) { s.anim = true; anim++; }
+			tracked.changed = changed;
+		}
+	};
+	const stepDone = s => { if (s && !s.done) { s.done = true; if (s.anim) { s.anim = false; anim--; } } };
+	Object.defineProperty(globalThis, ` + strconv.Quote(animProbeName) + `, {configurable: true,
+		value: () => [anim, changes + (mo ? mo.takeRecords().length : 0)]});
+
 	// depth is the chain depth of a callback scheduled now, or -1 if it is
 	// not counted.
 	const depth = max => {
@@ -63,33 +139,64 @@ var timerScript = `(() => {
 		if (t - lastFire <= window && fireDepth <= max) return fireDepth;
 		return -1;
 	};
-	const wrap = (schedule, cancel, max, short) => {
-		const live = new Set();
+	const wrap = (schedule, cancel, max, short, loop, timeouts) => {
+		const counted = new Set(), stepOf = new Map();
 		const add = function (fn, delay, ...args) {
 			if (typeof fn !== "function") return Reflect.apply(schedule, globalThis, [fn, delay, ...args]);
 			const d = short(delay) && fn !== running ? depth(max) : -1;
+			const step = steps && loop(delay) ? {anim: false, done: false} : null;
 			let id;
 			const run = function (...a) {
-				const counted = live.delete(id), prev = running;
+				const c = counted.delete(id), prev = running;
+				stepDone(stepOf.get(id)); stepOf.delete(id);
 				running = fn;
-				if (counted) { lastFire = now(); fireDepth = d + 1; }
-				try { return Reflect.apply(fn, this, a); }
-				finally { running = prev; if (counted) { pending--; send(); } }
+				if (c) { lastFire = now(); fireDepth = d + 1; }
+				try { return tracked(fn, this, a); }
+				finally { running = prev; if (c) { pending--; send(); } }
 			};
 			id = Reflect.apply(schedule, globalThis, [run, delay, ...args]);
-			if (d >= 0) { live.add(id); pending++; send(); }
+			if (d >= 0) { counted.add(id); pending++; send(); }
+			if (step) { stepOf.set(id, step); steps.push(step); }
 			return id;
 		};
 		const remove = function (id) {
-			if (live.delete(id)) { pending--; send(); }
+			if (counted.delete(id)) { pending--; send(); }
+			stepDone(stepOf.get(id)); stepOf.delete(id);
+			if (timeouts) clearLoop(id); // clearTimeout also clears intervals
 			return Reflect.apply(cancel, globalThis, [id]);
 		};
 		return [add, remove];
 	};
-	const [st, ct] = wrap(setTimeout, clearTimeout, ` + strconv.Itoa(timerDepth) + `, d => !(Number(d) > maxDelay));
-	const [raf, caf] = wrap(requestAnimationFrame, cancelAnimationFrame, ` + strconv.Itoa(rafDepth) + `, () => true);
+	// Intervals of at most loopPeriod: counted until their first run, and
+	// then while a run of the last idleRuns changed the page.
+	const loops = new Map();
+	const clearLoop = id => {
+		const l = loops.get(id);
+		if (l) { loops.delete(id); if (l.counted) anim--; }
+	};
+	const si = setInterval;
+	const interval = function (fn, delay, ...args) {
+		if (typeof fn !== "function" || Number(delay) > loopPeriod) return Reflect.apply(si, globalThis, [fn, delay, ...args]);
+		const l = {counted: true, idle: 0};
+		const run = function (...a) {
+			const prev = running;
+			running = fn;
+			try { return tracked(fn, this, a); }
+			finally {
+				running = prev;
+				if (tracked.changed) { l.idle = 0; if (!l.counted && loops.has(id)) { l.counted = true; anim++; } }
+				else if (++l.idle >= idleRuns && l.counted) { l.counted = false; anim--; }
+			}
+		};
+		const id = Reflect.apply(si, globalThis, [run, delay, ...args]);
+		loops.set(id, l); anim++;
+		return id;
+	};
+	const [st, ct] = wrap(setTimeout, clearTimeout, ` + strconv.Itoa(timerDepth) + `, d => !(Number(d) > maxDelay), d => !(Number(d) > loopPeriod), true);
+	const [raf, caf] = wrap(requestAnimationFrame, cancelAnimationFrame, ` + strconv.Itoa(rafDepth) + `, () => true, () => true, false);
 	st.__spotter = true;
-	for (const [name, f] of [["setTimeout", st], ["clearTimeout", ct], ["requestAnimationFrame", raf], ["cancelAnimationFrame", caf]])
+	for (const [name, f] of [["setTimeout", st], ["clearTimeout", ct], ["requestAnimationFrame", raf], ["cancelAnimationFrame", caf],
+		["setInterval", interval], ["clearInterval", ct]])
 		Object.defineProperty(globalThis, name, {value: f, writable: true, configurable: true, enumerable: true});
 })()`
 
@@ -103,4 +210,64 @@ func (d *Display) watchTimers(ctx context.Context) error {
 		Source: timerScript, RunImmediately: new(true),
 	})
 	return err
+}
+
+// animationsJS asks the page what still animates: the CSS animations, CSS
+// transitions and Web Animations that run (or wait out a delay) and will
+// end, and the script animations that timerScript counts. Endless
+// animations (iterations: Infinity) are not counted: they never end, so
+// only the frames they draw can tell whether they show (a spinner that
+// spins draws; one hidden by opacity or off screen does not).
+var animationsJS = `(() => {
+	let css = 0;
+	for (const a of document.getAnimations()) {
+		if (a.playState !== "running") continue;
+		const t = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming() : null;
+		if (t && t.iterations === Infinity) continue;
+		css++;
+	}
+	const f = globalThis[` + strconv.Quote(animProbeName) + `];
+	let r = [0, -1];
+	try { if (typeof f === "function") r = f(); } catch (e) {}
+	return [css, Number(r[0]) || 0, Number(r[1])];
+})()`
+
+// animations is the answer of animationsJS. changes counts what the page
+// changed so far (DOM mutations, canvas drawing, scrolls; -1 if unknown):
+// two equal counts say that no script changed the page in between.
+type animations struct {
+	css, script int
+	changes     int64
+}
+
+func (a animations) running() bool { return a.css > 0 || a.script > 0 }
+
+// String describes what still animates, for the model.
+func (a animations) String() string {
+	switch {
+	case a.css > 0 && a.script > 0:
+		return fmt.Sprintf("%d CSS or Web animation(s) and %d script animation(s) (a timer or animation-frame loop that changes the page) still running", a.css, a.script)
+	case a.script > 0:
+		return fmt.Sprintf("%d script animation(s) (a timer or animation-frame loop that changes the page) still running", a.script)
+	}
+	return fmt.Sprintf("%d animation(s) still running", a.css)
+}
+
+// animations asks the page what still animates (animationsJS). A page
+// whose scripts broke the probe answers nothing running, so that settle
+// relies on the other signals.
+func (d *Display) animations(ctx context.Context) (animations, error) {
+	res, err := call(ctx, d, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:    animationsJS,
+		ReturnByValue: new(true),
+		Silent:        new(true),
+	})
+	if err != nil {
+		return animations{}, err
+	}
+	var n [3]int64
+	if res.ExceptionDetails != nil || res.Result == nil || json.Unmarshal(res.Result.Value, &n) != nil {
+		return animations{changes: -1}, nil
+	}
+	return animations{css: int(max(n[0], 0)), script: int(max(n[1], 0)), changes: max(n[2], -1)}, nil
 }

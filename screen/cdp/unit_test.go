@@ -453,10 +453,10 @@ func (f *fakeTab) Call(ctx context.Context, method string, params, res any) erro
 	switch {
 	case p.Expression == frameFenceJS && f.onFence != nil:
 		f.onFence()
-	case p.Expression == runningAnimationsJS && f.probeErr != nil:
+	case p.Expression == animationsJS && f.probeErr != nil:
 		return f.probeErr
-	case p.Expression == runningAnimationsJS && f.animations != nil:
-		v = strconv.Itoa(f.animations())
+	case p.Expression == animationsJS && f.animations != nil:
+		v = "[" + strconv.Itoa(f.animations()) + ",0,0]"
 	}
 	res.(*runtime.EvaluateResult).Result = &runtime.RemoteObject{Type: "number", Value: jsonv2.Value(v)}
 	return nil
