@@ -38,8 +38,9 @@ func (d *db) run(ctx context.Context, o op, err error) error {
 // is not safe for concurrent use, and is not to be changed once handed to
 // Write or WriteAsync.
 type Batch struct {
-	ops []op
-	err error // the first write that was invalid as it was added
+	ops    []op
+	err    error    // the writes that were invalid as they were added
+	events []*Event // the events it appends
 }
 
 func (b *Batch) add(o op, err error) {
@@ -55,7 +56,16 @@ func (b *Batch) Len() int { return len(b.ops) }
 
 // AppendEvent adds Store.AppendEvent(e); e.Seq and e.Time are set once b
 // is stored.
-func (b *Batch) AppendEvent(e *Event) { b.add(appendEventOp(e)) }
+func (b *Batch) AppendEvent(e *Event) {
+	b.add(appendEventOp(e))
+	if e != nil {
+		b.events = append(b.events, e)
+	}
+}
+
+// Events returns the events b appends, in order: their Seq is set once b
+// is stored. (For a Store that wraps another and looks at events.)
+func (b *Batch) Events() []*Event { return b.events }
 
 // AppendMessage adds Store.AppendMessage(m); m.Seq and m.Time are set once
 // b is stored.

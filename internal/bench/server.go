@@ -284,6 +284,34 @@ func (t *timedStore) AppendEvent(ctx context.Context, e *store.Event) error {
 	return err
 }
 
+func (t *timedStore) Write(ctx context.Context, b *store.Batch) error {
+	err := t.Store.Write(ctx, b)
+	if err == nil {
+		t.note(b.Events())
+	}
+	return err
+}
+
+func (t *timedStore) WriteAsync(b *store.Batch, done func(error)) {
+	t.Store.WriteAsync(b, func(err error) {
+		if err == nil {
+			t.note(b.Events())
+		}
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+func (t *timedStore) note(evs []*store.Event) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range evs {
+		t.stored[e.Session+"/"+strconv.FormatInt(e.Seq, 10)] = now
+	}
+}
+
 func (t *timedStore) storedAt(session string, seq int64) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -97,31 +97,85 @@ type TurnStopEvent struct {
 // store.
 const maxCachedEvents = 256
 
-// emit stores an event and then hands it to the session's subscribers.
-// Events are stored before anyone sees them, so a stream can always be
-// replayed from the store.
+// emit stores an event and then hands it to the session's subscribers,
+// and returns once they have it. Events are stored before anyone sees
+// them, so a stream can always be replayed from the store.
 func (s *Session) emit(typ string, data any) {
-	b, err := json.Marshal(data)
+	var b batch
+	s.emitTo(&b, typ, data)
+	s.commit(&b, true)
+}
+
+// A batch is the writes of one change of a session (a turn, a call's
+// result), stored together in one transaction (store.Batch), with the
+// events that reach the session's subscribers once it is stored.
+type batch struct {
+	store.Batch
+	events []*store.Event
+}
+
+// emitTo adds an event to b: it is handed to the subscribers once b is
+// stored (commit).
+func (s *Session) emitTo(b *batch, typ string, data any) {
+	d, err := json.Marshal(data)
 	if err != nil {
 		s.log.Error("encode event", "type", typ, "err", err)
 		return
 	}
-	s.emitMu.Lock()
-	defer s.emitMu.Unlock()
-	e := store.Event{Session: s.id, Type: typ, Data: b, Time: time.Now().UTC()}
-	if err := s.m.st.AppendEvent(context.WithoutCancel(s.m.base), &e); err != nil {
-		s.log.Error("store event", "type", typ, "err", err)
+	e := &store.Event{Session: s.id, Type: typ, Data: d, Time: time.Now().UTC()}
+	b.AppendEvent(e)
+	b.events = append(b.events, e)
+}
+
+// commit stores b and then hands its events to the subscribers. With
+// wait, it returns once that is done; without, at once, and b is stored
+// while the caller goes on: its events reach no one before then. Either
+// way the session's writes are stored, and its events handed on, in the
+// order they were committed (the store's queue is one order), so a
+// later commit's events never overtake an earlier one's.
+func (s *Session) commit(b *batch, wait bool) {
+	if b.Len() == 0 && len(b.events) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	s.m.st.WriteAsync(&b.Batch, func(err error) {
+		// On the store's goroutine: quick, and no store calls.
+		defer close(done)
+		if err != nil {
+			s.log.Error("store session writes", "err", err)
+			return
+		}
+		s.publish(b.events)
+	})
+	if wait {
+		<-done
+	}
+}
+
+// barrier returns once every write the session committed before is
+// stored (or failed).
+func (s *Session) barrier() {
+	done := make(chan struct{})
+	s.m.st.WriteAsync(&store.Batch{}, func(error) { close(done) })
+	<-done
+}
+
+// publish hands stored events to the session's subscribers.
+func (s *Session) publish(evs []*store.Event) {
+	if len(evs) == 0 {
 		return
 	}
 	s.evMu.Lock()
-	s.events = append(s.events, e)
+	defer s.evMu.Unlock()
+	for _, e := range evs {
+		s.events = append(s.events, *e)
+		s.lastSeq = e.Seq
+	}
 	if len(s.events) > 2*maxCachedEvents {
 		s.events = slices.Clone(s.events[len(s.events)-maxCachedEvents:])
 	}
-	s.lastSeq = e.Seq
 	close(s.changed)
 	s.changed = make(chan struct{})
-	s.evMu.Unlock()
 }
 
 // Events returns the session's events after seq after, and a channel that

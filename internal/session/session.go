@@ -456,7 +456,6 @@ type Session struct {
 	dir  string
 	log  *slog.Logger
 
-	emitMu  sync.Mutex    // orders appends to the event stream
 	evMu    sync.Mutex    // guards events, lastSeq and changed
 	events  []store.Event // the latest events, at most 2*maxCachedEvents; older ones are read from the store
 	lastSeq int64         // the seq of the latest event
@@ -589,6 +588,16 @@ const maxFrames = 16
 
 // save writes the session record with its saved state. s.mu is held.
 func (s *Session) save() {
+	var b batch
+	s.saveTo(&b)
+	s.commit(&b, true)
+	if s.rec.Status == store.StatusStopped && !s.running {
+		s.release()
+	}
+}
+
+// saveTo adds the session record with its saved state to b. s.mu is held.
+func (s *Session) saveTo(b *batch) {
 	if s.exec != nil {
 		s.saved.Exec = s.exec.records()
 	}
@@ -602,12 +611,7 @@ func (s *Session) save() {
 	}
 	s.rec.State = st
 	s.rec.Updated = time.Now().UTC()
-	if err := s.m.st.UpdateSession(context.WithoutCancel(s.m.base), s.rec); err != nil {
-		s.log.Error("store session", "err", err)
-	}
-	if s.rec.Status == store.StatusStopped && !s.running {
-		s.release()
-	}
+	b.UpdateSession(s.rec)
 }
 
 // release lets go of what a stopped session held in memory (its results,
@@ -633,6 +637,13 @@ func (s *Session) release() {
 
 // appendMessage stores a history message. s.mu is held.
 func (s *Session) appendMessage(role string, content any, callID string) {
+	var wb batch
+	s.appendMessageTo(&wb, role, content, callID)
+	s.commit(&wb, true)
+}
+
+// appendMessageTo adds a history message to wb. s.mu is held.
+func (s *Session) appendMessageTo(wb *batch, role string, content any, callID string) {
 	var b json.RawMessage
 	switch c := content.(type) {
 	case json.RawMessage:
@@ -647,21 +658,23 @@ func (s *Session) appendMessage(role string, content any, callID string) {
 	if len(b) == 0 {
 		b = json.RawMessage(`""`)
 	}
-	msg := store.Message{Session: s.id, Role: role, Content: b, CallID: callID, Time: time.Now().UTC()}
-	if err := s.m.st.AppendMessage(context.WithoutCancel(s.m.base), &msg); err != nil {
-		s.log.Error("store message", "err", err)
-	}
+	wb.AppendMessage(&store.Message{Session: s.id, Role: role, Content: b, CallID: callID, Time: time.Now().UTC()})
 }
 
 func (s *Session) putCall(c store.ToolCall) {
+	var b batch
+	s.putCallTo(&b, c)
+	s.commit(&b, true)
+}
+
+// putCallTo adds a tool call's record to b. s.mu is held.
+func (s *Session) putCallTo(b *batch, c store.ToolCall) {
 	c.Session = s.id
 	c.Updated = time.Now().UTC()
 	if c.Created.IsZero() {
 		c.Created = c.Updated
 	}
-	if err := s.m.st.PutToolCall(context.WithoutCancel(s.m.base), c); err != nil {
-		s.log.Error("store tool call", "err", err)
-	}
+	b.PutToolCall(c)
 	if cs := s.calls[c.ID]; cs != nil {
 		cs.rec = c
 	}
@@ -670,11 +683,20 @@ func (s *Session) putCall(c store.ToolCall) {
 // setCallStatus updates a stored call's status, keeping the rest. s.mu is
 // held.
 func (s *Session) setCallStatus(id, status string, result any) {
+	var b batch
+	s.setCallStatusTo(&b, id, status, result)
+	s.commit(&b, true)
+}
+
+// setCallStatusTo adds setCallStatus's write to b. s.mu is held.
+func (s *Session) setCallStatusTo(b *batch, id, status string, result any) {
 	var rec store.ToolCall
 	if cs := s.calls[id]; cs != nil && cs.rec.ID == id {
 		rec = cs.rec
 	} else {
-		// Not a call of the current turn (an MCP session's, say): read it.
+		// Not a call of the current turn (an MCP session's, say): read it,
+		// once what the session committed before is stored.
+		s.barrier()
 		calls, err := s.m.st.ToolCalls(context.WithoutCancel(s.m.base), s.id)
 		if err != nil {
 			s.log.Error("read tool calls", "err", err)
@@ -695,7 +717,7 @@ func (s *Session) setCallStatus(id, status string, result any) {
 	if cs := s.calls[id]; cs != nil {
 		cs.rec = rec
 	}
-	s.putCall(rec)
+	s.putCallTo(b, rec)
 }
 
 // start begins a run in a goroutine the Manager owns. s.mu is held and no
@@ -913,6 +935,7 @@ func (s *Session) onTurn(dir string, turn harness.Turn, r harness.Redactor) {
 	s.saved.Task = ""
 	s.redact = r
 	s.saveModel()
+	var b batch
 	st := savedTurn{Text: turn.Text, Stop: string(turn.Stop)}
 	s.calls = map[string]*callState{}
 	s.callOrder = nil
@@ -942,19 +965,23 @@ func (s *Session) onTurn(dir string, turn harness.Turn, r harness.Redactor) {
 		}
 		s.calls[c.ID] = cs
 		s.callOrder = append(s.callOrder, c.ID)
-		s.putCall(store.ToolCall{ID: c.ID, Step: s.rec.Step, Name: c.Name, Input: ev.Input, Status: status})
+		s.putCallTo(&b, store.ToolCall{ID: c.ID, Step: s.rec.Step, Name: c.Name, Input: ev.Input, Status: status})
 		evs = append(evs, ev)
 	}
 	s.saved.Run = &savedRun{Dir: dir, Step: s.step, Turn: st}
-	s.save()
-	s.appendMessage("assistant", assistantContent{Text: turn.Text, ToolCalls: evs}, "")
+	s.saveTo(&b)
+	s.appendMessageTo(&b, "assistant", assistantContent{Text: turn.Text, ToolCalls: evs}, "")
 	if turn.Text != "" {
-		s.emit(EventTextDelta, map[string]string{"text": turn.Text})
+		s.emitTo(&b, EventTextDelta, map[string]string{"text": turn.Text})
 	}
 	for _, ev := range evs {
-		s.emit(EventToolCall, ev)
+		s.emitTo(&b, EventToolCall, ev)
 	}
-	s.maybeStop()
+	s.maybeStopTo(&b)
+	// The turn is stored while its first call runs: the store's queue
+	// keeps it before anything the calls write (their results, an
+	// approval), and its events reach no one before it is stored.
+	s.commit(&b, false)
 }
 
 // assistantContent is the content of an assistant message in the history.
@@ -978,8 +1005,10 @@ func (s *Session) onEvent(dir string, e trace.Event) {
 	case trace.TypeRunStart, trace.TypeNote:
 		if e.Frame.ID != "" {
 			s.mu.Lock()
-			s.noteFrame(dir, e)
-			s.save()
+			var b batch
+			s.noteFrameTo(&b, dir, e)
+			s.saveTo(&b)
+			s.commit(&b, true)
 			s.mu.Unlock()
 		}
 	case trace.TypeResult:
@@ -988,8 +1017,9 @@ func (s *Session) onEvent(dir string, e trace.Event) {
 	}
 }
 
-// noteFrame remembers a frame the model was sent. s.mu is held.
-func (s *Session) noteFrame(dir string, e trace.Event) {
+// noteFrameTo remembers a frame the model was sent, and adds the index
+// of its screenshot to b. s.mu is held.
+func (s *Session) noteFrameTo(b *batch, dir string, e trace.Event) {
 	name := ""
 	if e.Shot != "" {
 		name = dir + "/" + e.Shot
@@ -1002,10 +1032,8 @@ func (s *Session) noteFrame(dir string, e trace.Event) {
 		if fi != nil {
 			size = fi.Size()
 		}
-		if err := s.m.st.PutShot(context.WithoutCancel(s.m.base), store.Shot{Session: s.id, Name: name,
-			FrameID: e.Frame.ID, Step: s.rec.Step, Bytes: size, Time: time.Now().UTC()}); err != nil {
-			s.log.Error("store shot", "err", err)
-		}
+		b.PutShot(store.Shot{Session: s.id, Name: name, FrameID: e.Frame.ID, Step: s.rec.Step, Bytes: size,
+			Time: time.Now().UTC()})
 	}
 	if e.Frame.URL != "" && !strings.HasPrefix(e.Frame.URL, "about:") && !e.Frame.Zoomed() {
 		s.rec.URL = e.Frame.URL
@@ -1037,11 +1065,14 @@ func (s *Session) noteShotFrame(frameID, name string) {
 // ShotURL is where a session's screenshot file is served.
 func ShotURL(session, name string) string { return "/session/" + session + "/shots/" + name }
 
+// onResult records a call's result, in one batch of writes, and returns
+// once it is stored: an executor call's client is answered after that.
 func (s *Session) onResult(dir string, e trace.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var b batch
 	if e.Frame.ID != "" {
-		s.noteFrame(dir, e)
+		s.noteFrameTo(&b, dir, e)
 	}
 	sr := savedResult{CallID: e.CallID, Ran: e.Ran, Err: e.Error, Notes: e.Notes, Output: e.Text, Frame: e.Frame}
 	res := ToolResultEvent{ToolCallID: e.CallID, IsError: e.Error != ""}
@@ -1083,13 +1114,14 @@ func (s *Session) onResult(dir string, e trace.Event) {
 	if c := s.calls[e.CallID]; c != nil {
 		c.state = callDone
 	}
-	s.save()
-	s.setCallStatus(e.CallID, status, res)
-	s.appendMessage("tool", res, e.CallID)
+	s.saveTo(&b)
+	s.setCallStatusTo(&b, e.CallID, status, res)
+	s.appendMessageTo(&b, "tool", res, e.CallID)
 	if !e.Client {
-		s.emit(EventToolResult, res)
+		s.emitTo(&b, EventToolResult, res)
 	}
-	s.maybeStop()
+	s.maybeStopTo(&b)
+	s.commit(&b, true)
 }
 
 // maybeStop emits turn_stop tool_use when everything the turn still owes
@@ -1097,6 +1129,13 @@ func (s *Session) onResult(dir string, e trace.Event) {
 // (a display call waiting for permission holds back the ones after it).
 // s.mu is held.
 func (s *Session) maybeStop() {
+	var b batch
+	s.maybeStopTo(&b)
+	s.commit(&b, true)
+}
+
+// maybeStopTo is maybeStop with its writes added to b. s.mu is held.
+func (s *Session) maybeStopTo(b *batch) {
 	if s.stopSent || s.calls == nil || s.kind == KindExecutor {
 		return
 	}
@@ -1134,8 +1173,8 @@ func (s *Session) maybeStop() {
 	}
 	s.stopSent = true
 	s.rec.Status = store.StatusWaiting
-	s.save()
-	s.emit(EventTurnStop, TurnStopEvent{StopReason: StopToolUse})
+	s.saveTo(b)
+	s.emitTo(b, EventTurnStop, TurnStopEvent{StopReason: StopToolUse})
 }
 
 // clientAnswer is an application-side tool's result from the client.
