@@ -9,7 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spotter-harness/spotter/internal/bench"
 	"github.com/spotter-harness/spotter/isolate"
@@ -27,6 +30,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	think := fs.Duration("think", 0, "each session's wait between steps in the concurrency ramp, standing for the model's turn (0: back to back)")
 	jsonOut := fs.String("json", filepath.Join("runs", "bench", "figures.jsonl"), "write one JSON line per figure here")
 	driver := fs.String("driver", "", "playwright-core driver directory for the baseline (default: install-driver.sh's)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (the in-process server included) to this file")
+	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines blocked (channels, locks) to this file")
 	socket := fs.String("containerd", "", "containerd socket for the sandboxed figures (default: "+isolate.DefaultSocket+" when it exists)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: spotter bench [flags]\n\nSections: "+strings.Join(bench.Sections, ", "))
@@ -56,7 +61,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			o.Containerd = isolate.DefaultSocket
 		}
 	}
-	o.Server = serverBench
+	o.Server = serverBench(*rounds)
 	o.Report = func(f bench.Figure) {
 		v := fmt.Sprintf("p50 %.1f %s, p95 %.1f %s", f.P50, f.Unit, f.P95, f.Unit)
 		if f.N == 0 {
@@ -64,7 +69,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stderr, "bench: %s: %s: %s\n", f.Section, f.Name, v)
 	}
+	stopProfiles, err := startProfiles(*cpuProfile, *blockProfile)
+	if err != nil {
+		return exitError{1, err}
+	}
 	figs, err := bench.Run(ctx, o)
+	err = errors.Join(err, stopProfiles())
 	if werr := writeFigures(*jsonOut, figs); werr != nil {
 		err = errors.Join(err, werr)
 	}
@@ -103,4 +113,38 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// startProfiles starts the CPU profile and the block profile a run asked
+// for; the function it returns stops them and writes their files.
+func startProfiles(cpu, block string) (stop func() error, err error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		if cpuFile, err = os.Create(cpu); err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(cpuFile); err != nil {
+			cpuFile.Close()
+			return nil, err
+		}
+	}
+	if block != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	}
+	return func() error {
+		var err error
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			err = cpuFile.Close()
+		}
+		if block != "" {
+			runtime.SetBlockProfileRate(0)
+			f, ferr := os.Create(block)
+			if ferr != nil {
+				return errors.Join(err, ferr)
+			}
+			err = errors.Join(err, pprof.Lookup("block").WriteTo(f, 0), f.Close())
+		}
+		return err
+	}, nil
 }
