@@ -210,45 +210,23 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 	defer cancel()
 
 	task := t.Task
-	startURL := task.StartURL
-	if path, ok := strings.CutPrefix(task.StartURL, runner.DemoScheme); ok && t.VNC == nil {
-		base, stop, err := demo.NewServer().Serve(ctx)
-		if err != nil {
-			return fmt.Errorf("start the demo app: %w", err)
-		}
-		defer stop()
-		startURL = base + "/" + strings.TrimPrefix(path, "/")
-		task.Policy.Hosts = runner.DemoHosts(task.Policy.Hosts, base)
+	startURL, stopDemo, err := serveDemo(ctx, t, &task)
+	if err != nil {
+		return err
 	}
+	defer stopDemo()
 
-	image := screen.Size{W: task.Image.Width, H: task.Image.Height}
-	if image.Empty() {
-		image = wiring.ImageSize(task.Model, screen.Size{W: task.Display.Width, H: task.Display.Height})
-	}
-	if t.VNC != nil && task.Image.Width == 0 {
-		image = screen.Size{} // the desktop's own size
-	}
+	image := imageSize(t)
 	model, player, err := wiring.NewTaskModel(task.Model, image, o.Getenv, log)
 	if err != nil {
 		return err
 	}
-
 	var rp *replay.Model
 	if o.Replay {
-		rec, err := replay.Load(t.Replay)
-		if err != nil {
-			return fmt.Errorf("no recording to replay (run with --record-replay first): %w", err)
-		}
-		var heal harness.Model
-		if task.Model.Provider != "script" {
-			heal = model // a real model can take over where the screen changed
-		}
-		rp, err = replay.New(replay.Config{Recording: rec, Dir: t.Replay, Threshold: t.Threshold, Heal: heal,
-			DiffDir: filepath.Join(dir, "diffs")})
-		if err != nil {
+		if rp, image, err = newReplay(t, dir, model); err != nil {
 			return err
 		}
-		model, image = rp, rec.Image
+		model = rp
 	}
 
 	disp, eval, closeDisp, err := openDisplay(ctx, t, o, br, log)
@@ -267,9 +245,89 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		}
 	}
 
-	tw, err := trace.Create(dir)
+	out, err := runLoop(ctx, dir, task, model, disp, image, o, log)
 	if err != nil {
 		return err
+	}
+	r.Outcome = out
+	if !out.OK() {
+		fail("the run ended with %s: %s", out.Stop, out.Err)
+	}
+	if player != nil {
+		if err := player.Err(); err != nil {
+			fail("cassette: %v", err)
+		}
+	}
+
+	ck := &checker{test: t, disp: disp, eval: eval, final: out.Text, out: dir, update: o.UpdateBaselines}
+	runChecks(ctx, ck, o, r, fail)
+	if rp != nil {
+		r.Replay = replayResult(rp, o, log)
+	}
+	record(t, dir, o, rp, r, fail)
+	writeArtifacts(dir, r, fail)
+	return nil
+}
+
+// serveDemo starts the demo app when a browser test's start URL is a demo:
+// URL, and points the URL and task's allowed hosts at the app. It returns
+// the URL to open and a func that stops the app, which the caller must call
+// when the test is done.
+func serveDemo(ctx context.Context, t Test, task *runner.Task) (startURL string, stop func(), err error) {
+	path, ok := strings.CutPrefix(task.StartURL, runner.DemoScheme)
+	if !ok || t.VNC != nil {
+		return task.StartURL, func() {}, nil
+	}
+	base, stop, err := demo.NewServer().Serve(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("start the demo app: %w", err)
+	}
+	task.Policy.Hosts = runner.DemoHosts(task.Policy.Hosts, base)
+	return base + "/" + strings.TrimPrefix(path, "/"), stop, nil
+}
+
+// imageSize is the size of the screenshots sent to t's model: the task's
+// image size, else the model's preferred size for the display; a VNC test
+// with no image width gets the desktop's own size (the zero Size).
+func imageSize(t Test) screen.Size {
+	task := t.Task
+	image := screen.Size{W: task.Image.Width, H: task.Image.Height}
+	if image.Empty() {
+		image = wiring.ImageSize(task.Model, screen.Size{W: task.Display.Width, H: task.Display.Height})
+	}
+	if t.VNC != nil && task.Image.Width == 0 {
+		image = screen.Size{} // the desktop's own size
+	}
+	return image
+}
+
+// newReplay loads t's recording and returns a model that replays it, and
+// the size of the recorded screenshots. Unless t's model is a script, model
+// takes over where the screen changed; diffs are written under dir/diffs.
+func newReplay(t Test, dir string, model harness.Model) (*replay.Model, screen.Size, error) {
+	rec, err := replay.Load(t.Replay)
+	if err != nil {
+		return nil, screen.Size{}, fmt.Errorf("no recording to replay (run with --record-replay first): %w", err)
+	}
+	var heal harness.Model
+	if t.Task.Model.Provider != "script" {
+		heal = model // a real model can take over where the screen changed
+	}
+	rp, err := replay.New(replay.Config{Recording: rec, Dir: t.Replay, Threshold: t.Threshold, Heal: heal,
+		DiffDir: filepath.Join(dir, "diffs")})
+	if err != nil {
+		return nil, screen.Size{}, err
+	}
+	return rp, rec.Image, nil
+}
+
+// runLoop runs the harness loop for task with model on disp, tracing into
+// dir and reporting each event to o's progress. The trace is closed before
+// it returns; an error closing it is returned if the loop had none.
+func runLoop(ctx context.Context, dir string, task runner.Task, model harness.Model, disp harness.Display, image screen.Size, o Options, log *slog.Logger) (harness.Outcome, error) {
+	tw, err := trace.Create(dir)
+	if err != nil {
+		return harness.Outcome{}, err
 	}
 	out, err := harness.Run(ctx, harness.Config{
 		Model:     model,
@@ -286,20 +344,12 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 	if cerr := tw.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	r.Outcome = out
-	if !out.OK() {
-		fail("the run ended with %s: %s", out.Stop, out.Err)
-	}
-	if player != nil {
-		if err := player.Err(); err != nil {
-			fail("cassette: %v", err)
-		}
-	}
+	return out, err
+}
 
-	ck := &checker{test: t, disp: disp, eval: eval, final: out.Text, out: dir, update: o.UpdateBaselines}
+// runChecks runs the test's checks on the end state, reports each to o's
+// progress and adds it to r; a failed check fails the test.
+func runChecks(ctx context.Context, ck *checker, o Options, r *TestResult, fail func(string, ...any)) {
 	for _, c := range ck.run(ctx) {
 		status := "ok  "
 		if !c.OK {
@@ -310,25 +360,37 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		c.Actual, c.Diff = rel(r.Dir, c.Actual), rel(r.Dir, c.Diff)
 		r.Checks = append(r.Checks, c)
 	}
+}
 
-	if rp != nil {
-		r.Replay = &ReplayResult{Replayed: true, HealedAt: rp.HealedAt}
-		for _, d := range rp.Divergences {
-			if d.Diff != "" {
-				if err := captionFile(d.Diff, replayCaptions); err != nil {
-					log.Warn("caption a replay's diff", "file", d.Diff, "err", err)
-				}
-				if p, err := filepath.Rel(o.Out, d.Diff); err == nil {
-					d.Diff = filepath.ToSlash(p)
-				}
+// replayResult says how rp's replay went: its divergences, with their diff
+// images captioned and their paths relative to the suite's directory, each
+// reported to o's progress.
+func replayResult(rp *replay.Model, o Options, log *slog.Logger) *ReplayResult {
+	res := &ReplayResult{Replayed: true, HealedAt: rp.HealedAt}
+	for _, d := range rp.Divergences {
+		if d.Diff != "" {
+			if err := captionFile(d.Diff, replayCaptions); err != nil {
+				log.Warn("caption a replay's diff", "file", d.Diff, "err", err)
 			}
-			r.Replay.Divergences = append(r.Replay.Divergences, d)
-			o.progress("    replay diverged at step %d: %s", d.Step, d.Err)
+			if p, err := filepath.Rel(o.Out, d.Diff); err == nil {
+				d.Diff = filepath.ToSlash(p)
+			}
 		}
+		res.Divergences = append(res.Divergences, d)
+		o.progress("    replay diverged at step %d: %s", d.Step, d.Err)
 	}
-	passed := r.Failure == ""
+	return res
+}
+
+// record saves a passing run in dir as a recording: a healed replay next to
+// its trace, and in place of t's recording with o.Record; a model's run (not
+// a replay) as t's recording with o.Record. Failing to save fails the test.
+func record(t Test, dir string, o Options, rp *replay.Model, r *TestResult, fail func(string, ...any)) {
+	if r.Failure != "" {
+		return
+	}
 	switch {
-	case passed && rp != nil && rp.HealedAt > 0:
+	case rp != nil && rp.HealedAt > 0:
 		// The healed path is the new recording: next to the trace always,
 		// and in place of the old one when recording.
 		to := filepath.Join(dir, "replay")
@@ -340,7 +402,7 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		} else {
 			r.Replay.Recorded = to
 		}
-	case passed && o.Record && rp == nil:
+	case o.Record && rp == nil:
 		if _, err := replay.Record(dir, t.Replay); err != nil {
 			fail("record the run: %v", err)
 		} else {
@@ -348,7 +410,12 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 			o.progress("    recorded %s", t.Replay)
 		}
 	}
+}
 
+// writeArtifacts writes the trace's report, the screenshot timeline and the
+// animated replay of the test traced in dir into r; failing to write one
+// fails the test.
+func writeArtifacts(dir string, r *TestResult, fail func(string, ...any)) {
 	if rep, err := trace.WriteReport(dir); err != nil {
 		fail("write the trace report: %v", err)
 	} else {
@@ -357,7 +424,7 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 	evs, err := trace.Read(dir)
 	if err != nil {
 		fail("read the trace: %v", err)
-		return nil
+		return
 	}
 	r.Shots = timeline(evs, r.Dir)
 	if err := writeGIF(filepath.Join(dir, "replay.gif"), dir, evs); err != nil {
@@ -365,7 +432,6 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 	} else {
 		r.GIF = rel(r.Dir, "replay.gif")
 	}
-	return nil
 }
 
 // rel joins a test directory and a path inside it, with slashes; "" stays "".
