@@ -42,8 +42,9 @@ type demoTask struct {
 
 // TestDemoTask runs the demo task (a replayed Claude session with the real
 // Anthropic adapter, on the built-in demo app) through harness.Run on a
-// Playwright display, launched and connected to a Playwright server, and
-// checks that the demo app saw every stage completed.
+// Playwright display, launched, connected to a launchServer endpoint and
+// connected to a run-server, and checks that the demo app saw every stage
+// completed.
 func TestDemoTask(t *testing.T) {
 	integration(t)
 	b, err := os.ReadFile(demoTaskFile)
@@ -62,11 +63,14 @@ func TestDemoTask(t *testing.T) {
 		Viewport: screen.Size{W: task.Display.Width, H: task.Display.Height},
 		DPR:      task.Display.DPR,
 	}
-	for _, mode := range []string{"launched", "connected"} {
+	for _, mode := range []string{"launched", "connected", "run-server"} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := cfg
-			if mode == "connected" {
+			switch mode {
+			case "connected": // to a launchServer endpoint
 				cfg.WSEndpoint = startServer(t).endpoint
+			case "run-server": // as to a grid's
+				cfg.WSEndpoint, cfg.WSHeaders = startRunServer(t).endpoint, runServerHeaders(t)
 			}
 			d := open(t, cfg)
 

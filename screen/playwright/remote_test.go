@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -101,5 +102,30 @@ func TestConnectRefused(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "connect to playwright server "+endpoint) {
 		t.Errorf("Open(WSEndpoint: %s) with nothing listening = %v, want an error naming the endpoint", endpoint, err)
+	}
+}
+
+// TestRunServer connects to "playwright run-server", the server Playwright
+// grids commonly run, which launches the browser the client's headers ask
+// for: pages load, hit-tests work, and the server outlives the client.
+func TestRunServer(t *testing.T) {
+	srv := startRunServer(t)
+	pages := pages(t)
+	for i := range 2 {
+		d := open(t, Config{WSEndpoint: srv.endpoint, WSHeaders: runServerHeaders(t)})
+		shot := load(t, d, pages.URL+"/a")
+		if shot.Frame.URL != pages.URL+"/a" || shot.Frame.Settle.TimedOut {
+			t.Errorf("connection %d: Frame.URL %q, settle %+v; want %q, settled", i, shot.Frame.URL, shot.Frame.Settle, pages.URL+"/a")
+		}
+		got, err := d.HitTest(t.Context(), actions.Pt(100, 100))
+		if err != nil || got.Tag != "a" || got.Href != pages.URL+"/b" {
+			t.Errorf("connection %d: HitTest() on the link = %+v, %v; want the link to /b", i, got, err)
+		}
+		if err := d.Close(t.Context()); err != nil {
+			t.Errorf("connection %d: Close() = %v", i, err)
+		}
+		if !srv.alive() {
+			t.Fatalf("connection %d: the run-server exited when the display closed; stderr:\n%s", i, srv.stderr)
+		}
 	}
 }
