@@ -66,9 +66,9 @@
 // (or, with Config.DismissDialogs, is dismissed as it opens): meanwhile
 // Dialog reports it, Capture returns the last image with the dialog in its
 // notes, and other actions fail with words saying to answer it. Upload
-// answers the file chooser a page opened. The display shows its first tab
-// only: a tab the page opens is noted, and tab actions fail with an error
-// wrapping screen.ErrUnsupported.
+// answers the file chooser a page opened. Downloads are refused, with a
+// note. The display shows its first tab only: a tab the page opens is
+// noted, and tab actions fail with an error wrapping screen.ErrUnsupported.
 //
 // A browser that exits, a connection to a server that closes, or a page
 // that crashes or closes, makes Capture and Perform fail with an error
