@@ -348,74 +348,121 @@ func TestReplicas(t *testing.T) {
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the replicas (the built binary, real Chromium, PostgreSQL)")
 	}
-	t0 := time.Now()
-	dsn := pgtest.NewDB(t, pgtest.Start(t))
-	bin := buildSpotter(t)
-	t.Logf("built spotter and started PostgreSQL in %v", time.Since(t0).Round(time.Millisecond))
+	rt := startReplicas(t)
+	// Six sessions, created through each replica in turn. "mid" will be
+	// killed mid-turn, "appr" waits for an approval.
+	tags := []string{"t0", "mid", "appr", "t3", "t4", "t5"}
+	midStream := rt.placeSessions(tags)
+	rt.checkPlacement(tags)
+	rt.killMidTurn(midStream)
+	rt.killWithApprovalPending()
+	rt.checkSessions(tags)
+	rt.drainIntoNewReplica(tags)
+	t.Logf("done after %v", time.Since(rt.t0).Round(time.Millisecond))
+}
 
-	var clickMu sync.Mutex
-	clicks := map[string]int{}
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// replicaTest is TestReplicas's cluster: the replicas sharing one
+// PostgreSQL and one data directory, the page whose button reports its
+// clicks, the fake model, a client that spreads its calls over the live
+// replicas, and each session's ID and first owner by tag.
+type replicaTest struct {
+	t     *testing.T
+	t0    time.Time
+	bin   string // the built spotter
+	dsn   string
+	data  string   // shared, as a ReadWriteMany volume is
+	env   []string // the replicas' environment: the fake model
+	page  *httptest.Server
+	model *tagModel
+	reps  []*replica // the first three replicas, as started
+	byID  map[string]*replica
+	cl    *client
+
+	ids    map[string]string // tag -> session ID
+	owners map[string]string // tag -> the replica that created the session
+
+	clickMu sync.Mutex
+	clicks  map[string]int // tag -> clicks that ran on its page
+}
+
+// startReplicas builds spotter, starts PostgreSQL, the page and the fake
+// model, then three replicas, and waits until each is ready.
+func startReplicas(t *testing.T) *replicaTest {
+	rt := &replicaTest{t: t, t0: time.Now(), byID: map[string]*replica{},
+		ids: map[string]string{}, owners: map[string]string{}, clicks: map[string]int{}}
+	rt.dsn = pgtest.NewDB(t, pgtest.Start(t))
+	rt.bin = buildSpotter(t)
+	t.Logf("built spotter and started PostgreSQL in %v", time.Since(rt.t0).Round(time.Millisecond))
+
+	rt.page = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/clicked" {
-			clickMu.Lock()
-			clicks[r.URL.Query().Get("tag")]++
-			clickMu.Unlock()
+			rt.clickMu.Lock()
+			rt.clicks[r.URL.Query().Get("tag")]++
+			rt.clickMu.Unlock()
 			return
 		}
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, tagPage)
 	}))
-	defer page.Close()
-	model := newTagModel(t)
-	env := []string{"ANTHROPIC_BASE_URL=" + model.URL, "ANTHROPIC_API_KEY=test"}
-	data := t.TempDir() // shared, as a ReadWriteMany volume is
+	t.Cleanup(rt.page.Close)
+	rt.model = newTagModel(t)
+	rt.env = []string{"ANTHROPIC_BASE_URL=" + rt.model.URL, "ANTHROPIC_API_KEY=test"}
+	rt.data = t.TempDir()
 
-	var reps []*replica
 	for i := range 3 {
-		reps = append(reps, startReplica(t, bin, fmt.Sprintf("r%d", i+1), data, dsn, env))
+		rt.reps = append(rt.reps, startReplica(t, rt.bin, fmt.Sprintf("r%d", i+1), rt.data, rt.dsn, rt.env))
 	}
-	byID := map[string]*replica{}
-	for _, r := range reps {
-		byID[r.id] = r
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			resp, err := http.Get(r.base + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("replica %s not ready within 60s:\n%s", r.id, r.stderr())
-			}
-			select {
-			case <-t.Context().Done():
-				t.Fatal(t.Context().Err())
-			case <-time.After(50 * time.Millisecond):
+	for _, r := range rt.reps {
+		rt.byID[r.id] = r
+		waitReady(t, r)
+	}
+	t.Logf("three replicas ready after %v", time.Since(rt.t0).Round(time.Millisecond))
+	rt.cl = &client{t: t, reps: append([]*replica(nil), rt.reps...)}
+	return rt
+}
+
+// waitReady polls r's /readyz until it answers 200, for at most 60s.
+func waitReady(t *testing.T, r *replica) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(r.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
 			}
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not ready within 60s:\n%s", r.id, r.stderr())
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	t.Logf("three replicas ready after %v", time.Since(t0).Round(time.Millisecond))
-	cl := &client{t: t, reps: append([]*replica(nil), reps...)}
+}
 
-	// Six sessions, created through each replica in turn. "mid" will be
-	// killed mid-turn, "appr" waits for an approval.
-	tags := []string{"t0", "mid", "appr", "t3", "t4", "t5"}
-	model.hold("mid")
-	ids := map[string]string{}
-	owners := map[string]string{}
+// placeSessions creates a session per tag through the client, so through
+// each replica in turn, and records its ID and owner. The second turn of
+// "mid" is held, and its stream is read in the background into the
+// returned channel; "appr" confirms clicks, so its stream must stop for
+// the approval; every other stream must end its turn.
+func (rt *replicaTest) placeSessions(tags []string) <-chan []sseEvent {
+	t := rt.t
+	rt.model.hold("mid")
 	midStream := make(chan []sseEvent, 1)
 	for _, tag := range tags {
-		extra := map[string]any{"start_url": page.URL + "/?tag=" + tag}
+		extra := map[string]any{"start_url": rt.page.URL + "/?tag=" + tag}
 		if tag == "appr" {
 			extra["approvals"] = map[string]any{"confirm": []string{"click"}}
 		}
-		resp, r, err := cl.do("PUT", "/session", spec("Press Go. tag="+tag+" .", extra))
+		resp, r, err := rt.cl.do("PUT", "/session", spec("Press Go. tag="+tag+" .", extra))
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("PUT /session (%s) via %s = %v, %v", tag, r.id, resp, err)
 		}
-		ids[tag], owners[tag] = resp.Header.Get("X-Session-Id"), resp.Header.Get("X-Spotter-Replica")
+		rt.ids[tag], rt.owners[tag] = resp.Header.Get("X-Session-Id"), resp.Header.Get("X-Spotter-Replica")
 		if tag == "mid" {
 			go func() {
 				defer resp.Body.Close()
@@ -442,85 +489,140 @@ func TestReplicas(t *testing.T) {
 			t.Fatalf("PUT /session (%s) via %s: stream %v, want it to end with %s", tag, r.id, got, want)
 		}
 	}
+	return midStream
+}
+
+// checkPlacement checks that every replica runs some of the sessions, and
+// that any replica answers for a session with its owner's answer.
+func (rt *replicaTest) checkPlacement(tags []string) {
+	t := rt.t
 	perReplica := map[string]int{}
 	for _, tag := range tags {
-		if byID[owners[tag]] == nil {
-			t.Fatalf("session %s is owned by %q, not a replica", tag, owners[tag])
+		if rt.byID[rt.owners[tag]] == nil {
+			t.Fatalf("session %s is owned by %q, not a replica", tag, rt.owners[tag])
 		}
-		perReplica[owners[tag]]++
+		perReplica[rt.owners[tag]]++
 	}
-	t.Logf("sessions per replica: %v (owners %v)", perReplica, owners)
+	t.Logf("sessions per replica: %v (owners %v)", perReplica, rt.owners)
 	if len(perReplica) != 3 {
 		t.Errorf("sessions per replica = %v, want every replica to run some: new sessions go where there is room", perReplica)
 	}
 	// Any replica answers for any session.
-	for _, r := range reps {
-		req, _ := http.NewRequest("GET", r.base+"/session/"+ids["t0"], nil)
+	for _, r := range rt.reps {
+		req, _ := http.NewRequest("GET", r.base+"/session/"+rt.ids["t0"], nil)
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("X-Spotter-Replica") != owners["t0"] {
-			t.Errorf("GET /session/%s via %s = %v, %v, want 200 from its owner %s", ids["t0"], r.id, resp, err, owners["t0"])
+		if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("X-Spotter-Replica") != rt.owners["t0"] {
+			t.Errorf("GET /session/%s via %s = %v, %v, want 200 from its owner %s", rt.ids["t0"], r.id, resp, err, rt.owners["t0"])
 		}
 		if resp != nil {
 			resp.Body.Close()
 		}
 	}
+}
 
-	// Kill the owner of "mid" while its model's second answer is held.
-	<-model.asked("mid")
-	victim := byID[owners["mid"]]
-	kill := time.Now()
-	if err := victim.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
+// kill kills r with SIGKILL, waits for it to exit and stops sending the
+// client's calls to it.
+func (rt *replicaTest) kill(r *replica) {
+	if err := r.cmd.Process.Kill(); err != nil {
+		rt.t.Fatal(err)
 	}
-	<-victim.done
-	cl.drop(victim)
-	model.release("mid")
+	<-r.done
+	rt.cl.drop(r)
+}
+
+// killMidTurn kills the owner of "mid" while its model's second answer is
+// held, then releases the answer; a survivor must adopt the session and
+// end its turn. midStream is the stream placeSessions read.
+func (rt *replicaTest) killMidTurn(midStream <-chan []sseEvent) {
+	t := rt.t
+	<-rt.model.asked("mid")
+	victim := rt.byID[rt.owners["mid"]]
+	kill := time.Now()
+	rt.kill(victim)
+	rt.model.release("mid")
 	if evs := <-midStream; len(evs) == 0 {
 		t.Log("the stream of the killed replica's session ended with the replica")
 	}
-	_, by := cl.waitFor(ids["mid"], 60*time.Second, func(h clusterHistory) bool { return true })
+	_, by := rt.cl.waitFor(rt.ids["mid"], 60*time.Second, func(h clusterHistory) bool { return true })
 	adopted := time.Since(kill)
-	h, by := cl.waitFor(ids["mid"], 60*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" })
+	_, by = rt.cl.waitFor(rt.ids["mid"], 60*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" })
 	finished := time.Since(kill)
 	t.Logf("kill -9 of %s mid-turn: its session answered again after %v (adopted by %s), its turn ended after %v",
 		victim.id, adopted.Round(time.Millisecond), by, finished.Round(time.Millisecond))
-	if by == victim.id || byID[by] == nil {
+	if by == victim.id || rt.byID[by] == nil {
 		t.Errorf("session mid is answered by %q after its owner %s was killed, want a survivor", by, victim.id)
 	}
-	_ = h
+}
 
-	// Kill the owner of "appr" (maybe the adopter of its first owner's
-	// sessions), whose approval is pending; decide it through the last
-	// replica.
+// killWithApprovalPending kills the owner of "appr" (maybe the adopter of
+// its first owner's sessions), whose approval is pending, and decides it
+// through the last replica; the turn must end. A client follows the
+// session's events through another replica across the kill and must get
+// the whole stream, gap-free, after reconnecting.
+func (rt *replicaTest) killWithApprovalPending() {
+	t := rt.t
 	var pend struct {
 		Approvals []struct{ ID, ToolCallID, Status string }
 	}
-	_, b := cl.call("GET", "/approvals?status=pending&session="+ids["appr"], nil, 30*time.Second)
+	_, b := rt.cl.call("GET", "/approvals?status=pending&session="+rt.ids["appr"], nil, 30*time.Second)
 	if err := json.Unmarshal(b, &pend); err != nil || len(pend.Approvals) != 1 {
 		t.Fatalf("pending approvals of appr = %s, want one", b)
 	}
-	victim2 := byID[cl.owner(ids["appr"])]
-	// A client follows the session's events through another replica (its
-	// requests forwarded to the owner), reconnecting with Last-Event-ID
-	// when the stream breaks.
+	victim := rt.byID[rt.cl.owner(rt.ids["appr"])]
 	var via *replica
-	for _, r := range cl.reps {
-		if r != victim2 {
+	for _, r := range rt.cl.reps {
+		if r != victim {
 			via = r
 		}
 	}
-	followed := make(chan []sseEvent, 1)
-	reconnects := 0
+	followed := followEvents(t, via, rt.ids["appr"])
+	kill := time.Now()
+	rt.kill(victim)
+	resp, b := rt.cl.call("POST", "/approvals/"+pend.Approvals[0].ID, map[string]any{"decision": "approve"}, 60*time.Second)
+	decided := time.Since(kill)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /approvals/%s after its owner %s was killed = %d %s, want 200", pend.Approvals[0].ID, victim.id, resp.StatusCode, b)
+	}
+	_, by := rt.cl.waitFor(rt.ids["appr"], 60*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" })
+	t.Logf("kill -9 of %s with an approval pending: decided through a survivor after %v, the turn ended after %v on %s",
+		victim.id, decided.Round(time.Millisecond), time.Since(kill).Round(time.Millisecond), by)
+	f := <-followed
+	evs := f.events
+	for i, e := range evs {
+		if e.ID != int64(i+1) {
+			t.Errorf("the events of appr followed through %s across the kill: event %d has seq %d, want %d (a gap or a duplicate)", via.id, i, e.ID, i+1)
+			break
+		}
+	}
+	if k := kinds(evs); len(k) == 0 || k[len(k)-1] != "turn_stop:end_turn" || f.reconnects == 0 {
+		t.Errorf("the events of appr followed through %s across the kill (%d reconnections): %v, want the whole stream to end_turn after a reconnection",
+			via.id, f.reconnects, k)
+	}
+	t.Logf("a client following appr's events through %s reconnected %d times and got %d events, gap-free", via.id, f.reconnects, len(evs))
+}
+
+// followResult is what a client following a session's events got.
+type followResult struct {
+	events     []sseEvent
+	reconnects int
+}
+
+// followEvents follows the events of session id through via (its requests
+// forwarded to the owner) in a goroutine, reconnecting with Last-Event-ID
+// when the stream breaks, until the turn ends, the test ends or 90s pass.
+// The goroutine then sends what it got on the returned channel and exits.
+func followEvents(t *testing.T, via *replica, id string) <-chan followResult {
+	followed := make(chan followResult, 1)
 	go func() {
-		var evs []sseEvent
-		defer func() { followed <- evs }()
+		var f followResult
+		defer func() { followed <- f }()
 		deadline := time.Now().Add(90 * time.Second)
 		for time.Now().Before(deadline) {
-			req, _ := http.NewRequestWithContext(t.Context(), "GET", via.base+"/session/"+ids["appr"]+"/events", nil)
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", via.base+"/session/"+id+"/events", nil)
 			req.Header.Set("Authorization", "Bearer "+testToken)
-			if len(evs) > 0 {
-				req.Header.Set("Last-Event-ID", fmt.Sprint(evs[len(evs)-1].ID))
+			if len(f.events) > 0 {
+				req.Header.Set("Last-Event-ID", fmt.Sprint(f.events[len(f.events)-1].ID))
 			}
 			resp, err := http.DefaultClient.Do(req)
 			if err == nil && resp.StatusCode == http.StatusOK {
@@ -530,7 +632,7 @@ func TestReplicas(t *testing.T) {
 					if err != nil {
 						break
 					}
-					evs = append(evs, e)
+					f.events = append(f.events, e)
 					if e.Type == "turn_stop" && e.field("stopReason") == "end_turn" {
 						resp.Body.Close()
 						return
@@ -540,7 +642,7 @@ func TestReplicas(t *testing.T) {
 			if resp != nil {
 				resp.Body.Close()
 			}
-			reconnects++
+			f.reconnects++
 			select {
 			case <-t.Context().Done():
 				return
@@ -548,39 +650,18 @@ func TestReplicas(t *testing.T) {
 			}
 		}
 	}()
-	kill = time.Now()
-	if err := victim2.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-victim2.done
-	cl.drop(victim2)
-	resp, b := cl.call("POST", "/approvals/"+pend.Approvals[0].ID, map[string]any{"decision": "approve"}, 60*time.Second)
-	decided := time.Since(kill)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /approvals/%s after its owner %s was killed = %d %s, want 200", pend.Approvals[0].ID, victim2.id, resp.StatusCode, b)
-	}
-	_, by = cl.waitFor(ids["appr"], 60*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" })
-	t.Logf("kill -9 of %s with an approval pending: decided through a survivor after %v, the turn ended after %v on %s",
-		victim2.id, decided.Round(time.Millisecond), time.Since(kill).Round(time.Millisecond), by)
-	evs := <-followed
-	for i, e := range evs {
-		if e.ID != int64(i+1) {
-			t.Errorf("the events of appr followed through %s across the kill: event %d has seq %d, want %d (a gap or a duplicate)", via.id, i, e.ID, i+1)
-			break
-		}
-	}
-	if k := kinds(evs); len(k) == 0 || k[len(k)-1] != "turn_stop:end_turn" || reconnects == 0 {
-		t.Errorf("the events of appr followed through %s across the kill (%d reconnections): %v, want the whole stream to end_turn after a reconnection",
-			via.id, reconnects, k)
-	}
-	t.Logf("a client following appr's events through %s reconnected %d times and got %d events, gap-free", via.id, reconnects, len(evs))
+	return followed
+}
 
-	// Every session, read through the survivor: a gap-free stream, each
-	// call and result once, the turn ended, and each click ran once.
+// checkSessions reads every session through the survivor: a gap-free
+// stream, each call and result once, the turn ended, each click ran once
+// and the model was asked the first turn once.
+func (rt *replicaTest) checkSessions(tags []string) {
+	t := rt.t
 	for _, tag := range tags {
-		id := ids[tag]
-		cl.waitFor(id, 60*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" })
-		evs := cl.events(id)
+		id := rt.ids[tag]
+		rt.cl.waitFor(id, 60*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" })
+		evs := rt.cl.events(id)
 		count := map[string]int{}
 		for i, e := range evs {
 			if e.ID != int64(i+1) {
@@ -596,14 +677,14 @@ func TestReplicas(t *testing.T) {
 		if k := kinds(evs); k[len(k)-1] != "turn_stop:end_turn" {
 			t.Errorf("session %s: stream ends %v, want turn_stop end_turn", tag, k[len(k)-1:])
 		}
-		clickMu.Lock()
-		n := clicks[tag]
-		clickMu.Unlock()
+		rt.clickMu.Lock()
+		n := rt.clicks[tag]
+		rt.clickMu.Unlock()
 		if n != 1 {
 			t.Errorf("session %s: the button was clicked %d times, want once", tag, n)
 		}
 		firsts := 0
-		turns := model.turnsOf(tag)
+		turns := rt.model.turnsOf(tag)
 		for _, n := range turns {
 			if n == 1 {
 				firsts++
@@ -613,26 +694,30 @@ func TestReplicas(t *testing.T) {
 			t.Errorf("session %s: model turns asked %v, want the first turn once", tag, turns)
 		}
 	}
+}
 
-	// A drain hands its sessions over: the last survivor starts a session
-	// whose turn runs (its model's second answer held), a new replica
-	// joins, and the survivor gets SIGTERM. It waits --drain-timeout (5s)
-	// for the turn, then hands every session over and exits 0; the new
-	// replica answers for all of them and finishes the turn it resumed.
-	last := cl.reps[0]
-	model.hold("late")
-	resp, _, err := cl.do("PUT", "/session", spec("Press Go. tag=late .", map[string]any{"start_url": page.URL + "/?tag=late"}))
+// drainIntoNewReplica checks that a drain hands its sessions over: the
+// last survivor starts a session "late" whose turn runs (its model's second
+// answer held), a new replica joins, and the survivor gets SIGTERM. It
+// waits --drain-timeout (5s) for the turn, then hands every session over
+// and exits 0; the new replica answers for all of them (tags and "late")
+// and finishes the turn it resumed.
+func (rt *replicaTest) drainIntoNewReplica(tags []string) {
+	t := rt.t
+	last := rt.cl.reps[0]
+	rt.model.hold("late")
+	resp, _, err := rt.cl.do("PUT", "/session", spec("Press Go. tag=late .", map[string]any{"start_url": rt.page.URL + "/?tag=late"}))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT /session (late) = %v, %v", resp, err)
 	}
-	ids["late"] = resp.Header.Get("X-Session-Id")
+	rt.ids["late"] = resp.Header.Get("X-Session-Id")
 	go func() {
 		defer resp.Body.Close()
 		_, _ = io.Copy(io.Discard, resp.Body)
 	}()
-	<-model.asked("late")
-	r4 := startReplica(t, bin, "r4", data, dsn, env)
-	cl.reps = append(cl.reps, r4)
+	<-rt.model.asked("late")
+	r4 := startReplica(t, rt.bin, "r4", rt.data, rt.dsn, rt.env)
+	rt.cl.reps = append(rt.cl.reps, r4)
 	term := time.Now()
 	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -646,18 +731,26 @@ func TestReplicas(t *testing.T) {
 		t.Errorf("replica %s exited %d after SIGTERM, want 0:\n%s", last.id, code, last.stderr())
 	}
 	exited := time.Since(term)
-	cl.drop(last)
-	model.release("late")
+	rt.cl.drop(last)
+	rt.model.release("late")
 	tags = append(tags, "late")
 	for _, tag := range tags {
-		if _, by := cl.waitFor(ids[tag], 30*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" }); by != r4.id {
+		if _, by := rt.cl.waitFor(rt.ids[tag], 30*time.Second, func(h clusterHistory) bool { return h.Session.Status == "idle" }); by != r4.id {
 			t.Errorf("session %s is answered by %q after %s drained, want %s", tag, by, last.id, r4.id)
 		}
 	}
 	t.Logf("drain of %s: exited %v after SIGTERM, every session answered by %s %v after it",
 		last.id, exited.Round(time.Millisecond), r4.id, time.Since(term).Round(time.Millisecond))
+	rt.checkHandedOver(tags)
+}
+
+// checkHandedOver checks each session's stream after the hand-over:
+// gap-free, its call's result once and end_turn last; and that the button
+// of "late", handed over mid-turn, was clicked once.
+func (rt *replicaTest) checkHandedOver(tags []string) {
+	t := rt.t
 	for _, tag := range tags {
-		evs := cl.events(ids[tag])
+		evs := rt.cl.events(rt.ids[tag])
 		count := map[string]int{}
 		for i, e := range evs {
 			if e.ID != int64(i+1) {
@@ -669,10 +762,9 @@ func TestReplicas(t *testing.T) {
 			t.Errorf("session %s after the hand-over: stream %v, want one result of its call and end_turn last", tag, k)
 		}
 	}
-	clickMu.Lock()
-	if n := clicks["late"]; n != 1 {
+	rt.clickMu.Lock()
+	if n := rt.clicks["late"]; n != 1 {
 		t.Errorf("session late, handed over mid-turn: the button was clicked %d times, want once", n)
 	}
-	clickMu.Unlock()
-	t.Logf("done after %v", time.Since(t0).Round(time.Millisecond))
+	rt.clickMu.Unlock()
 }
