@@ -99,10 +99,26 @@ func orphanIDs(t *testing.T, s store.Store, now time.Time) []string {
 	return ids
 }
 
+// testOwnership follows sessions' ownership through its life on one store:
+// created owned by two replicas, orphaned when a lease runs out, claimed
+// by epoch, released by a drain, and left ownerless when a replica's row
+// is deleted.
 func testOwnership(t *testing.T, dsn string) {
-	ctx := t.Context()
 	s := open(t, dsn)
 	ttl := 15 * time.Second
+	createOwned(t, s, ttl)
+	checkOwners(t, s, ttl)
+	checkLeaseOrphans(t, s, ttl)
+	checkClaims(t, s)
+	checkRelease(t, s)
+}
+
+// createOwned heartbeats replicas r1 and r2 with leases of ttl, then
+// creates session "old" owned by nobody (from a server without replicas),
+// "a" owned by r1 and "b" by r2; creating a session twice, or without an
+// owner, must fail.
+func createOwned(t *testing.T, s store.Store, ttl time.Duration) {
+	ctx := t.Context()
 	if _, err := s.Heartbeat(ctx, replica("r1", at(0), ttl)); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +147,13 @@ func testOwnership(t *testing.T, dsn string) {
 	if _, err := s.Session(ctx, "c"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Session(c) after a refused create = %v, want ErrNotFound", err)
 	}
+}
 
+// checkOwners checks the owners createOwned left: r1 owns "a" at epoch 1
+// while its lease of ttl runs, nobody owns "old", and "nope" does not
+// exist.
+func checkOwners(t *testing.T, s store.Store, ttl time.Duration) {
+	ctx := t.Context()
 	o, err := s.Owner(ctx, "a")
 	if err != nil {
 		t.Fatalf("Owner(a) = %v", err)
@@ -149,21 +171,33 @@ func testOwnership(t *testing.T, dsn string) {
 	if _, err := s.Owner(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Owner(nope) = %v, want ErrNotFound", err)
 	}
+}
 
+// checkLeaseOrphans checks that while both leases run only the unowned
+// session is an orphan, and that once r1's lease has run out (r2 renewed
+// for ttl at 10s, r1 did not) r1's session is one too.
+func checkLeaseOrphans(t *testing.T, s store.Store, ttl time.Duration) {
 	// While both leases run, only the unowned session is an orphan.
 	if diff := cmp.Diff([]string{"old"}, orphanIDs(t, s, at(time.Second))); diff != "" {
 		t.Errorf("Orphans while every lease runs (-want +got):\n%s", diff)
 	}
 	// r2 renews, r1 does not: at 20s r1's sessions are orphans too.
-	if _, err := s.Heartbeat(ctx, replica("r2", at(10*time.Second), ttl)); err != nil {
+	if _, err := s.Heartbeat(t.Context(), replica("r2", at(10*time.Second), ttl)); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"old", "a"}, orphanIDs(t, s, at(20*time.Second))); diff != "" {
 		t.Errorf("Orphans after r1's lease ran out (-want +got):\n%s", diff)
 	}
+}
 
+// checkClaims has r2 adopt the orphans: a claim at the session's epoch
+// wins once and bumps the epoch, a stale claim loses with ErrConflict, a
+// missing session is ErrNotFound and a claim needs a replica. No orphans
+// are left.
+func checkClaims(t *testing.T, s store.Store) {
+	ctx := t.Context()
 	// r2 adopts a: the claim at a's epoch wins once.
-	o, err = s.ClaimSession(ctx, "a", "r2", 1, at(20*time.Second))
+	o, err := s.ClaimSession(ctx, "a", "r2", 1, at(20*time.Second))
 	if err != nil || o.Replica != "r2" || o.Epoch != 2 || !o.Since.Equal(stored(at(20*time.Second))) || o.Addr != "http://r2:8080" {
 		t.Errorf("ClaimSession(a, r2, epoch 1) = %+v, %v, want r2's at epoch 2", o, err)
 	}
@@ -189,7 +223,13 @@ func testOwnership(t *testing.T, dsn string) {
 	if diff := cmp.Diff([]string{}, orphanIDs(t, s, at(20*time.Second))); diff != "" {
 		t.Errorf("Orphans after the claims (-want +got):\n%s", diff)
 	}
+}
 
+// checkRelease has r2 drain: its three sessions are released, orphans at
+// once, and claimable at their epoch. Then r1's row is deleted: r1 owns
+// nothing live, and its sessions are orphans.
+func checkRelease(t *testing.T, s store.Store) {
+	ctx := t.Context()
 	// r2 drains: it releases its sessions, which are orphans at once.
 	if n, err := s.ReleaseSessions(ctx, "r2"); err != nil || n != 3 {
 		t.Errorf("ReleaseSessions(r2) = %d, %v, want 3", n, err)
@@ -200,7 +240,7 @@ func testOwnership(t *testing.T, dsn string) {
 	if diff := cmp.Diff([]string{"old", "a", "b"}, orphanIDs(t, s, at(11*time.Second))); diff != "" {
 		t.Errorf("Orphans after r2 released its sessions (-want +got):\n%s", diff)
 	}
-	o, err = s.Owner(ctx, "b")
+	o, err := s.Owner(ctx, "b")
 	if err != nil || o.Replica != "" || o.Epoch != 2 {
 		t.Errorf("Owner(b) after release = %+v, %v, want nobody at epoch 2", o, err)
 	}
