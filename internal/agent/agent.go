@@ -281,8 +281,15 @@ func parseVNC(line string) (screen.Size, []desktop.App, bool) {
 func (a *Agent) desktop(c net.Conn, br *bufio.Reader, size screen.Size, apps []desktop.App) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	d, err := desktop.Start(ctx, desktop.Config{Size: size, Apps: apps, TempDir: a.cfg.ProfileDir, Logger: a.log})
+	if err == nil {
+		// The host's first input must reach the app's window.
+		err = d.WaitActive(ctx, 10*time.Second)
+	}
 	cancel()
 	if err != nil {
+		if d != nil {
+			d.Close()
+		}
 		fmt.Fprintf(c, "ERR %s\n", strings.ReplaceAll(err.Error(), "\n", " | "))
 		return
 	}

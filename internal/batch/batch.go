@@ -118,14 +118,17 @@ const (
 // JobResult is one job's line in the summary. Paths are relative to the
 // batch directory.
 type JobResult struct {
-	ID     string             `json:"id"`
-	Line   int                `json:"line"`
-	Task   string             `json:"task"`
-	Status Status             `json:"status"`
-	Reused bool               `json:"reused,omitempty"` // finished by an earlier run, not run again
-	Stop   harness.StopReason `json:"stop,omitempty"`
-	Steps  int                `json:"steps,omitempty"`
-	Error  string             `json:"error,omitempty"` // why it failed, erred or was skipped
+	ID   string `json:"id"`
+	Line int    `json:"line"`
+	Task string `json:"task"`
+	// Display is the job's display backend (chromium, vnc, desktop or
+	// playwright).
+	Display string             `json:"display,omitempty"`
+	Status  Status             `json:"status"`
+	Reused  bool               `json:"reused,omitempty"` // finished by an earlier run, not run again
+	Stop    harness.StopReason `json:"stop,omitempty"`
+	Steps   int                `json:"steps,omitempty"`
+	Error   string             `json:"error,omitempty"` // why it failed, erred or was skipped
 	// Started is when the job started; Duration is its wall time (for a
 	// reused job, its run's).
 	Started  time.Time     `json:"started,omitzero"`
@@ -438,7 +441,7 @@ func (b *batch) run(ctx context.Context, j Job) (JobResult, bool) {
 // result turns a runner result into a job result.
 func (b *batch) result(j Job, res runner.Result) JobResult {
 	o := res.Outcome
-	r := JobResult{ID: j.ID, Line: j.Line, Task: cmp.Or(res.Task, j.Task.Name), Status: Passed,
+	r := JobResult{ID: j.ID, Line: j.Line, Task: cmp.Or(res.Task, j.Task.Name), Display: j.Task.Display.Backend, Status: Passed,
 		Stop: o.Stop, Steps: o.Steps, Dir: j.ID, Result: filepath.Join(j.ID, ResultFile)}
 	if res.Report != "" {
 		r.Report = filepath.Join(j.ID, filepath.Base(res.Report))

@@ -1,10 +1,13 @@
 package wiring
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"image/png"
+	"time"
 
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
@@ -79,7 +82,11 @@ func startDesktop(ctx context.Context, req DisplayRequest) (inner, isolate.Sandb
 		if err != nil {
 			return nil, nil, errors.Join(fmt.Errorf("start a desktop in the sandbox: %w", err), sb.Close(context.WithoutCancel(ctx)))
 		}
-		return &vncDisplay{d: d}, sb, nil
+		v := &vncDisplay{d: d}
+		if err := v.waitDrawn(ctx); err != nil {
+			return nil, nil, errors.Join(err, v.Close(ctx), sb.Close(context.WithoutCancel(ctx)))
+		}
+		return v, sb, nil
 	}
 	app := desktop.XTerm()
 	if len(req.Display.Command) > 0 {
@@ -93,7 +100,16 @@ func startDesktop(ctx context.Context, req DisplayRequest) (inner, isolate.Sandb
 	if err != nil {
 		return nil, nil, errors.Join(fmt.Errorf("connect to the desktop: %w", err), dt.Close())
 	}
-	return &vncDisplay{d: d, desk: dt}, nil, nil
+	v := &vncDisplay{d: d, desk: dt}
+	// The first input must reach the command's window: wait for it to
+	// have the focus, and for the framebuffer to show it.
+	if err := dt.WaitActive(ctx, drawnWait); err != nil {
+		return nil, nil, errors.Join(err, v.Close(ctx))
+	}
+	if err := v.waitDrawn(ctx); err != nil {
+		return nil, nil, errors.Join(err, v.Close(ctx))
+	}
+	return v, nil, nil
 }
 
 // startPlaywright launches Chromium through playwright-go, or connects to
@@ -150,6 +166,57 @@ func (v *vncDisplay) Perform(ctx context.Context, m screen.Mapped) error {
 			"or file chooser of its own, and Spotter cannot see its elements; act with the mouse and keyboard)", err)
 	}
 	return err
+}
+
+// drawnWait bounds how long a fresh desktop is given to show its
+// command's first window before it is handed over as it is (a command may
+// open no window at all).
+const drawnWait = 10 * time.Second
+
+// waitDrawn waits until the screen shows something besides the empty
+// desktop (its command's first window), so that the model's first
+// screenshot shows it and its first input reaches it. It watches the live
+// framebuffer, which costs no round trip to the server.
+func (v *vncDisplay) waitDrawn(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, drawnWait)
+	defer cancel()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		shot, err := v.d.Capture(wctx, screen.CaptureOptions{Size: screen.Size{W: 64, H: 40}, Format: screen.PNG})
+		switch {
+		case ctx.Err() != nil:
+			return fmt.Errorf("wait for the desktop's first window: %w", context.Cause(ctx))
+		case wctx.Err() != nil:
+			return nil // nothing drawn: hand it over as it is
+		case err != nil:
+			return fmt.Errorf("wait for the desktop's first window: %w", err)
+		case !uniform(shot.Data):
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+// uniform reports whether a PNG is of one colour (or cannot be read).
+func uniform(data []byte) bool {
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		return true
+	}
+	b := img.Bounds()
+	first := img.At(b.Min.X, b.Min.Y)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if img.At(x, y) != first {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkSize fails when the server's screen is not want.

@@ -156,7 +156,7 @@ type DisplayRequest struct {
 
 // A Display is what OpenDisplay returns: a harness.Display that starts
 // itself anew when it dies, which the caller must close. A browser display
-// (chromium) is a *BrowserDisplay, which also says what lies under a point
+// (chromium, playwright) is a *BrowserDisplay, which also says what lies under a point
 // (HitTest, Focused) and which dialog is open; the others are an
 // *OpenedDisplay, which has no DOM: the approval rules then decide on the
 // action alone, and say so.
@@ -240,7 +240,7 @@ func OpenDisplay(ctx context.Context, req DisplayRequest) (Display, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.Display.Backend == Chromium {
+	if req.Display.Browser() {
 		return &BrowserDisplay{d}, nil
 	}
 	return d, nil

@@ -566,3 +566,41 @@ func obfuscate(password string) ([]byte, error) {
 	c.Encrypt(out, in[:])
 	return out, nil
 }
+
+// WaitActive waits until the window manager reports an active window:
+// an app's window is mapped and has the input focus, so that the first
+// keys sent reach it. It returns nil after timeout without one (an app may
+// open no window) or when xprop (Debian's x11-utils) is missing, and ctx's
+// cause when ctx ends first. It polls the root window's
+// _NET_ACTIVE_WINDOW.
+func (d *Desktop) WaitActive(ctx context.Context, timeout time.Duration) error {
+	if _, err := exec.LookPath("xprop"); err != nil {
+		d.log.Warn("desktop: no xprop (Debian's x11-utils) to tell when an app's window has the focus")
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		cmd := exec.CommandContext(wctx, "xprop", "-root", "_NET_ACTIVE_WINDOW")
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, d.Env()...)
+		out, err := cmd.Output()
+		if err == nil && activeWindow(string(out)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-wctx.Done():
+			d.log.Warn("desktop: no window has the focus yet; handed over as it is", "after", timeout)
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// activeWindow reports whether xprop's answer for _NET_ACTIVE_WINDOW
+// names a window ("... window id # 0x400007"), not none ("# 0x0").
+func activeWindow(xprop string) bool {
+	_, id, ok := strings.Cut(strings.TrimSpace(xprop), "# ")
+	return ok && strings.HasPrefix(id, "0x") && strings.Trim(id[2:], "0") != ""
+}

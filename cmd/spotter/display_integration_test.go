@@ -1,0 +1,475 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spotter-harness/spotter/internal/batch"
+	"github.com/spotter-harness/spotter/internal/runner"
+)
+
+// The test binary is also the containerd sandboxes' agent ("agent ...").
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// integration skips t unless SPOTTER_INTEGRATION=1; then a missing Xvnc,
+// xterm or Chromium fails the test.
+func integration(t *testing.T) {
+	t.Helper()
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("set SPOTTER_INTEGRATION=1 to run tests against a real Xvnc desktop and Chromium")
+	}
+}
+
+// xtermCat returns a desktop's command: an xterm at the top left (cells
+// at 100,100 are inside it) whose shell copies what is typed into proof.
+func xtermCat(proof string) []string {
+	return []string{"xterm", "-geometry", "80x24+0+0", "-e", "sh", "-c", "cat > " + proof}
+}
+
+// waitFile waits until path holds want, and fails t at ctx's end.
+func waitFile(ctx context.Context, t *testing.T, path, want string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, err := os.ReadFile(path)
+		if err == nil && string(got) == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s = %q (%v) at the deadline, want %q: the typing did not reach the desktop's terminal", path, got, err, want)
+		case <-tick.C:
+		}
+	}
+}
+
+// desktopTask is a task file whose scripted model clicks into the
+// terminal, types a line, and tries a browser-only action, which the
+// desktop refuses in words.
+func desktopTask(proof string) string {
+	cmd, _ := json.Marshal(xtermCat(proof))
+	return `name: desktop
+task: type a line into the terminal
+display: {backend: desktop, width: 1024, height: 768, command: ` + string(cmd) + `}
+policy: {allow: [click, type, navigate, screenshot], hosts: [example.com]}
+model:
+  turns:
+    - say: I click into the terminal.
+      actions: [{type: click, x: 100, y: 100}]
+    - say: I type a line.
+      actions: '[{"type": "type", "text": "spotter-ok\n"}]'
+    - say: A desktop has no URL bar.
+      actions: [{type: navigate, url: "https://example.com/"}]
+      expect_error: "not a browser"
+    - say: Done.
+`
+}
+
+// `spotter run` runs a task on a fresh Xvnc desktop: the clicks and keys
+// reach the terminal, the result, trace and report are written, and a
+// browser-only action is refused with an error that says why.
+func TestRunDesktopTask(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	proof := filepath.Join(dir, "proof.txt")
+	task := filepath.Join(dir, "desktop.yaml")
+	if err := os.WriteFile(task, []byte(desktopTask(proof)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"run", task, "--out", out, "--isolate", "none"}, &stdout, &stderr); err != nil {
+		t.Fatalf("spotter run = %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	waitFile(ctx, t, proof, "spotter-ok\n")
+	var res runner.Result
+	b, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Display != "desktop" || res.Outcome.Calls != 3 || res.Outcome.Failed != 1 {
+		t.Errorf("result.json = ok %v, display %q, %d calls (%d failed), want ok, desktop, 3 calls (1 failed)",
+			res.OK, res.Display, res.Outcome.Calls, res.Outcome.Failed)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+		t.Errorf("no report: %v", err)
+	}
+	events, err := os.ReadFile(filepath.Join(out, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(events, []byte("not a browser")) {
+		t.Errorf("events.jsonl lacks the navigate's error saying the desktop is not a browser")
+	}
+}
+
+// `spotter batch` runs a Chromium job and a desktop job side by side; each
+// gets its own display, and each's input arrives.
+func TestBatchMixesChromiumAndDesktop(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	clicked := make(chan struct{}, 1)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/clicked":
+			select {
+			case clicked <- struct{}{}:
+			default:
+			}
+		default:
+			fmt.Fprint(w, `<!doctype html><body style="margin:0;height:100vh" onclick="fetch('/clicked')">click anywhere</body>`)
+		}
+	}))
+	defer page.Close()
+	host := strings.TrimPrefix(page.URL, "http://")
+
+	dir := t.TempDir()
+	proof := filepath.Join(dir, "proof.txt")
+	cmd, _ := json.Marshal(xtermCat(proof))
+	jobs := fmt.Sprintf(`{"id":"browser","task":"click the page","start_url":%q,"policy":{"allow":["click"],"hosts":[%q]},"model":{"turns":[{"say":"click","actions":[{"type":"click","x":200,"y":200}]},{"say":"done"}]}}
+{"id":"desktop","task":"type into the terminal","display":{"backend":"desktop","width":1024,"height":768,"command":%s},"policy":{"allow":["click","type"]},"model":{"turns":[{"say":"click","actions":[{"type":"click","x":100,"y":100}]},{"say":"type","actions":[{"type":"type","text":"batch-ok\n"}]},{"say":"done"}]}}
+`, page.URL+"/", host, cmd)
+	file := filepath.Join(dir, "jobs.jsonl")
+	if err := os.WriteFile(file, []byte(jobs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"batch", file, "--out", out, "--parallel", "2", "--isolate", "none", "--progress", "json"}, &stdout, &stderr); err != nil {
+		t.Fatalf("spotter batch = %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	select {
+	case <-clicked:
+	case <-ctx.Done():
+		t.Fatal("the Chromium job's click never reached the page")
+	}
+	waitFile(ctx, t, proof, "batch-ok\n")
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum batch.Summary
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	displays := map[string]string{}
+	for _, j := range sum.Jobs {
+		if j.Status != batch.Passed {
+			t.Errorf("job %s: %s (%s), want passed", j.ID, j.Status, j.Error)
+		}
+		displays[j.ID] = j.Display
+	}
+	if displays["browser"] != "chromium" || displays["desktop"] != "desktop" {
+		t.Errorf("summary displays = %v, want browser on chromium and desktop on desktop", displays)
+	}
+}
+
+// An MCP session of `spotter mcp --display desktop` opens a desktop: a
+// click and typed text reach its terminal, and navigate says that a
+// desktop is not a browser.
+func TestMCPOpensADesktop(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	proof := filepath.Join(t.TempDir(), "proof.txt")
+	cmd, _ := json.Marshal(xtermCat(proof))
+	display := fmt.Sprintf(`{backend: desktop, width: 1024, height: 768, command: %s}`, cmd)
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte("allow: [click, type, navigate, screenshot]\nhosts: [example.com]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	pr, pw := io.Pipe()
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := mcpCmd(sctx, []string{"--http", "127.0.0.1:0", "--display", display, "--policy", policy}, io.Discard, pw)
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("spotter mcp: %v", err)
+		}
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		defer close(addr)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "spotter mcp: streamable HTTP on "); ok {
+				addr <- u
+			}
+		}
+	}()
+	var endpoint string
+	select {
+	case u, ok := <-addr:
+		if !ok {
+			t.Fatal("spotter mcp exited before it listened")
+		}
+		endpoint = u
+	case <-ctx.Done():
+		t.Fatal("spotter mcp did not listen")
+	}
+
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", endpoint, err)
+	}
+	defer cs.Close()
+	callTool := func(name string, args map[string]any) (images int, errText string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("CallTool(%s, %v) = %v", name, args, err)
+		}
+		for _, c := range res.Content {
+			switch c := c.(type) {
+			case *sdk.ImageContent:
+				images++
+			case *sdk.TextContent:
+				if rest, ok := strings.CutPrefix(c.Text, "error: "); ok {
+					errText = rest
+				}
+			}
+		}
+		return images, errText
+	}
+	if n, e := callTool("computer", map[string]any{"kind": "screenshot"}); n != 1 || e != "" {
+		t.Fatalf("screenshot: %d images, error %q; want one image", n, e)
+	}
+	if n, e := callTool("computer", map[string]any{"kind": "click", "at": map[string]any{"x": 100, "y": 100}}); n != 1 || e != "" {
+		t.Fatalf("click: %d images, error %q; want it run", n, e)
+	}
+	if n, e := callTool("computer", map[string]any{"kind": "type", "text": "mcp-ok\n"}); n != 1 || e != "" {
+		t.Fatalf("type: %d images, error %q; want it run", n, e)
+	}
+	waitFile(ctx, t, proof, "mcp-ok\n")
+	if _, e := callTool("navigate", map[string]any{"url": "https://example.com/"}); !strings.Contains(e, "not a browser") {
+		t.Errorf("navigate on a desktop: error %q, want it to say the desktop is not a browser", e)
+	}
+}
+
+// A desktop session under `spotter serve`, supervised over the HTTP API:
+// every action waits for a human (supervise all), and runs once approved;
+// an operator then takes over and types into the desktop, and hands it
+// back.
+func TestServeSupervisesADesktopSession(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	const token = "desktop-test-token-0123456789abcdef"
+	base := startServe(t, "--token", token)
+	proof := filepath.Join(t.TempDir(), "proof.txt")
+
+	do := func(method, path string, body any) (*http.Response, error) {
+		var r io.Reader
+		if body != nil {
+			b, err := json.Marshal(body)
+			if err != nil {
+				return nil, err
+			}
+			r = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, base+path, r)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		return http.DefaultClient.Do(req)
+	}
+	okJSON := func(method, path string, body, into any) {
+		t.Helper()
+		resp, err := do(method, path, body)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s = %d %s, want 200", method, path, resp.StatusCode, b)
+		}
+		if into != nil {
+			if err := json.Unmarshal(b, into); err != nil {
+				t.Fatalf("%s %s: %v in %s", method, path, err, b)
+			}
+		}
+	}
+
+	spec := map[string]any{
+		"messages": []any{map[string]any{"role": "user", "content": "type a line into the terminal"}},
+		"model": map[string]any{"provider": "script", "turns": []any{
+			map[string]any{"say": "I click into the terminal.", "actions": []any{map[string]any{"type": "click", "x": 100, "y": 100}}},
+			map[string]any{"say": "I type.", "actions": []any{map[string]any{"type": "type", "text": "served-ok\n"}}},
+			map[string]any{"say": "Done."},
+		}},
+		"display":   map[string]any{"backend": "desktop", "width": 1024, "height": 768, "command": xtermCat(proof)},
+		"approvals": map[string]any{"supervise": "all"},
+	}
+	resp, err := do("PUT", "/session", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Header.Get("X-Session-Id")
+	if resp.StatusCode != http.StatusOK || id == "" {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("PUT /session = %d %s, want 200 with a session id", resp.StatusCode, b)
+	}
+	// The creating stream ends once the turn waits for a human; the
+	// session's event stream goes on.
+	go func() {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+
+	events, err := do("GET", "/session/"+id+"/events?after=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Body.Close()
+	type event struct {
+		typ  string
+		data json.RawMessage
+	}
+	evc := make(chan event)
+	rctx, stopReader := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stopReader()
+	defer events.Body.Close() // ends the reader's Scan
+	wg.Go(func() {
+		sc := bufio.NewScanner(events.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var typ string
+		for sc.Scan() {
+			line := sc.Text()
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				typ = v
+			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+				select {
+				case evc <- event{typ, json.RawMessage(v)}:
+				case <-rctx.Done():
+					return
+				}
+			}
+		}
+	})
+	approved := 0
+	var noDOM bool
+	for end := false; !end; {
+		var ev event
+		select {
+		case ev = <-evc:
+		case <-ctx.Done():
+			t.Fatalf("the session's turn did not end (%d approvals given)", approved)
+		}
+		switch ev.typ {
+		case "permission_request":
+			var pr struct {
+				ApprovalID string `json:"approvalId"`
+				NoDOM      bool   `json:"noDom"`
+			}
+			if err := json.Unmarshal(ev.data, &pr); err != nil || pr.ApprovalID == "" {
+				t.Fatalf("permission_request %s: %v", ev.data, err)
+			}
+			noDOM = noDOM || pr.NoDOM
+			okJSON("POST", "/approvals/"+pr.ApprovalID, map[string]any{"decision": "approve"}, nil)
+			approved++
+		case "turn_stop":
+			var ts struct {
+				StopReason string `json:"stopReason"`
+				Error      string `json:"error"`
+			}
+			json.Unmarshal(ev.data, &ts)
+			switch ts.StopReason {
+			case "tool_use": // waiting for the human; the approvals above continue it
+			case "end_turn":
+				end = true
+			default:
+				t.Fatalf("turn_stop %s, want end_turn", ev.data)
+			}
+		}
+	}
+	if approved != 2 {
+		t.Errorf("approved %d requests, want 2 (the click and the typing)", approved)
+	}
+	if !noDOM {
+		t.Errorf("no permission_request said noDom: a desktop's approvals are decided on the action alone, and say so")
+	}
+	waitFile(ctx, t, proof, "served-ok\n")
+
+	// The operator takes over and types; the input reaches the desktop.
+	okJSON("POST", "/session/"+id+"/takeover", map[string]any{"active": true}, nil)
+	var shot struct {
+		Screenshot struct {
+			MimeType string `json:"mimeType"`
+			Data     string `json:"data"`
+		} `json:"screenshot"`
+	}
+	okJSON("POST", "/session/"+id+"/input", map[string]any{"kind": "click", "at": map[string]any{"x": 100, "y": 100}, "has_at": true}, &shot)
+	okJSON("POST", "/session/"+id+"/input", map[string]any{"kind": "type", "text": "operator-ok\n"}, &shot)
+	if shot.Screenshot.MimeType != "image/png" || shot.Screenshot.Data == "" {
+		t.Errorf("input answered screenshot %q (%d bytes), want a PNG", shot.Screenshot.MimeType, len(shot.Screenshot.Data))
+	}
+	waitFile(ctx, t, proof, "served-ok\noperator-ok\n")
+	okJSON("POST", "/session/"+id+"/takeover", map[string]any{"active": false}, nil)
+
+	var audit struct {
+		Audit []struct {
+			Action string `json:"action"`
+		} `json:"audit"`
+	}
+	okJSON("GET", "/audit?session="+id, nil, &audit)
+	var inputs int
+	for _, a := range audit.Audit {
+		if a.Action == "input" {
+			inputs++
+		}
+	}
+	if inputs != 2 {
+		t.Errorf("audit has %d inputs, want the operator's 2", inputs)
+	}
+	okJSON("POST", "/session/"+id+"/stop", nil, nil)
+}
