@@ -3,13 +3,14 @@ package playwright
 import (
 	"context"
 	"fmt"
-	"github.com/spotter-harness/spotter/screen"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spotter-harness/spotter/screen"
 )
 
 // The harness's Display interface, restated here so that this package
