@@ -44,6 +44,10 @@ func TestKilledBatchResumes(t *testing.T) {
 	}
 }
 
+// testKilledBatch runs the batch of demo jobs with isolation iso, kills it
+// mid-run, checks that nothing it started lives on, runs it again to the
+// end and checks the re-run, its summary and, with containerd, that the
+// killed batch's sandboxes are gone.
 func testKilledBatch(t *testing.T, bin, iso string) {
 	if iso == "containerd" {
 		if fi, err := os.Stat(containerdSocket); err != nil || fi.Mode()&os.ModeSocket == 0 {
@@ -58,85 +62,120 @@ func testKilledBatch(t *testing.T, bin, iso string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	args := []string{"batch", jobsFile, "--parallel", "2", "--out", dir, "--progress", "json", "--isolate", iso}
+	kb := &killedBatch{bin: bin, iso: iso, jobs: jobs, dir: dir, sandboxes: map[string]bool{},
+		args: []string{"batch", jobsFile, "--parallel", "2", "--out", dir, "--progress", "json", "--isolate", iso}}
 
-	// First run: kill -9 once two results exist.
-	first := exec.CommandContext(ctx, bin, args...)
-	var stderr bytes.Buffer
-	first.Stderr = &stderr
+	kb.runAndKill(ctx, t)
+	kb.checkNothingLivesOn(ctx, t)
+	skipped, started := kb.rerun(ctx, t)
+	kb.checkRerun(t, skipped, started)
+	kb.checkSummary(t)
+	if iso == "containerd" {
+		for id := range kb.sandboxes {
+			for _, left := range leftovers(ctx, id) {
+				t.Errorf("after the re-run, the killed batch's sandbox %s left %s", id, left)
+			}
+		}
+	}
+}
+
+// killedBatch is a batch that testKilledBatch runs, kills and runs again,
+// and what the killed run left.
+type killedBatch struct {
+	bin  string // the spotter binary
+	iso  string // the batch's isolation: local or containerd
+	jobs []batch.Job
+	dir  string   // the batch's output directory
+	args []string // the command line of both runs
+
+	stderr    bytes.Buffer      // both runs' standard error
+	browsers  []int             // processes the killed batch started
+	sandboxes map[string]bool   // ids of the killed batch's containers
+	finished  map[string][]byte // job ID -> result.json, of the jobs finished before the kill
+	partial   []string          // jobs cut short after they had written something
+}
+
+// runAndKill starts the batch and kills it with SIGKILL once two results
+// exist and a running job has written part of its trace (or 20s later),
+// noting the processes and sandboxes it started on the way. Some jobs must
+// be left unfinished.
+func (kb *killedBatch) runAndKill(ctx context.Context, t *testing.T) {
+	first := exec.CommandContext(ctx, kb.bin, kb.args...)
+	first.Stderr = &kb.stderr
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- first.Wait() }() // read below, before the test ends
-	var browsers []int
-	sandboxes := map[string]bool{} // ids of the killed batch's containers
 	deadline := time.After(4 * time.Minute)
 	// Once two results exist, wait a little for a running job to have
 	// written part of its trace, so that the kill cuts one short mid-run.
 	var twoAt time.Time
 	for {
-		n := len(results(t, dir, jobs))
+		n := len(results(t, kb.dir, kb.jobs))
 		if n >= 2 && twoAt.IsZero() {
 			twoAt = time.Now()
 		}
-		if n >= 2 && (hasPartial(dir, jobs) || time.Since(twoAt) > 20*time.Second) {
+		if n >= 2 && (hasPartial(kb.dir, kb.jobs) || time.Since(twoAt) > 20*time.Second) {
 			break
 		}
-		browsers = append(browsers, descendants(first.Process.Pid)...)
+		kb.browsers = append(kb.browsers, descendants(first.Process.Pid)...)
 		for _, id := range sandboxesOf(first.Process.Pid) {
-			sandboxes[id] = true
+			kb.sandboxes[id] = true
 		}
 		select {
 		case err := <-exited:
-			t.Fatalf("the batch ended (%v) before it could be killed; stderr:\n%s", err, stderr.String())
+			t.Fatalf("the batch ended (%v) before it could be killed; stderr:\n%s", err, kb.stderr.String())
 		case <-deadline:
 			first.Process.Kill()
 			<-exited
-			t.Fatalf("no two results after 4 minutes; stderr:\n%s", stderr.String())
+			t.Fatalf("no two results after 4 minutes; stderr:\n%s", kb.stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	browsers = append(browsers, descendants(first.Process.Pid)...)
+	kb.browsers = append(kb.browsers, descendants(first.Process.Pid)...)
 	if err := first.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-exited
-	finished := results(t, dir, jobs)
-	if len(finished) >= len(jobs) {
-		t.Fatalf("all %d jobs finished before the kill; the test needs some to be cut short", len(jobs))
+	kb.finished = results(t, kb.dir, kb.jobs)
+	if len(kb.finished) >= len(kb.jobs) {
+		t.Fatalf("all %d jobs finished before the kill; the test needs some to be cut short", len(kb.jobs))
 	}
-	var partial []string // jobs cut short after they had written something
-	for _, j := range jobs {
-		if _, ok := finished[j.ID]; !ok {
-			if _, err := os.Stat(filepath.Join(dir, j.ID)); err == nil {
-				partial = append(partial, j.ID)
+	for _, j := range kb.jobs {
+		if _, ok := kb.finished[j.ID]; !ok {
+			if _, err := os.Stat(filepath.Join(kb.dir, j.ID)); err == nil {
+				kb.partial = append(kb.partial, j.ID)
 			}
 		}
 	}
-	t.Logf("killed with %d of %d jobs finished: %v; partial: %v", len(finished), len(jobs), slices.Sorted(maps.Keys(finished)), partial)
+	t.Logf("killed with %d of %d jobs finished: %v; partial: %v", len(kb.finished), len(kb.jobs), slices.Sorted(maps.Keys(kb.finished)), kb.partial)
+}
 
-	// Nothing the killed batch started may live on (chromedp asks the
-	// kernel to kill a browser whose parent dies).
+// checkNothingLivesOn checks that nothing the killed batch started lives
+// on (chromedp asks the kernel to kill a browser whose parent dies), within
+// 15s; with containerd, that the batch used sandboxes and that the kill
+// left a container behind for the re-run to remove.
+func (kb *killedBatch) checkNothingLivesOn(ctx context.Context, t *testing.T) {
 	alive := func() []int {
 		var out []int
-		for _, pid := range slices.Compact(slices.Sorted(slices.Values(browsers))) {
+		for _, pid := range slices.Compact(slices.Sorted(slices.Values(kb.browsers))) {
 			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 				out = append(out, pid)
 			}
 		}
 		return out
 	}
-	if iso == "containerd" {
+	if kb.iso == "containerd" {
 		// Browsers run in the sandboxes, children of containerd's shims.
-		if len(sandboxes) == 0 {
+		if len(kb.sandboxes) == 0 {
 			t.Errorf("saw no sandbox of the batch; did it use containerd?")
 		}
-		t.Logf("sandboxes of the killed batch: %v", slices.Sorted(maps.Keys(sandboxes)))
+		t.Logf("sandboxes of the killed batch: %v", slices.Sorted(maps.Keys(kb.sandboxes)))
 		// Those of the jobs cut short are still there: the re-run must
 		// remove them.
 		left := 0
-		for id := range sandboxes {
+		for id := range kb.sandboxes {
 			if slices.Contains(leftovers(ctx, id), "a container") {
 				left++
 			}
@@ -144,7 +183,7 @@ func testKilledBatch(t *testing.T, bin, iso string) {
 		if left == 0 {
 			t.Errorf("the killed batch left no container behind; the kill came too late to test the clean-up")
 		}
-	} else if len(browsers) == 0 {
+	} else if len(kb.browsers) == 0 {
 		t.Errorf("saw no child processes of the batch; was a browser started?")
 	}
 	for wait := time.Now().Add(15 * time.Second); len(alive()) > 0 && time.Now().Before(wait); {
@@ -153,15 +192,17 @@ func testKilledBatch(t *testing.T, bin, iso string) {
 	if left := alive(); len(left) > 0 {
 		t.Errorf("processes of the killed batch still run: %v", left)
 	}
+}
 
-	// Second run: the same command, to the end.
-	second := exec.CommandContext(ctx, bin, args...)
-	second.Stderr = &stderr
+// rerun runs the same command again, to the end, and returns the jobs its
+// progress says it skipped and started.
+func (kb *killedBatch) rerun(ctx context.Context, t *testing.T) (skipped, started []string) {
+	second := exec.CommandContext(ctx, kb.bin, kb.args...)
+	second.Stderr = &kb.stderr
 	out, err := second.Output()
 	if err != nil {
-		t.Fatalf("re-run: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+		t.Fatalf("re-run: %v\nstdout:\n%s\nstderr:\n%s", err, out, kb.stderr.String())
 	}
-	var skipped, started []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		var e batch.Event
@@ -175,40 +216,53 @@ func testKilledBatch(t *testing.T, bin, iso string) {
 			started = append(started, e.ID)
 		}
 	}
+	return skipped, started
+}
+
+// checkRerun checks that the re-run skipped exactly the jobs finished
+// before the kill, leaving their results as they were, ran every other
+// job, and moved the output of the jobs cut short aside.
+func (kb *killedBatch) checkRerun(t *testing.T, skipped, started []string) {
 	var unfinished []string
-	for _, j := range jobs {
-		if _, ok := finished[j.ID]; !ok {
+	for _, j := range kb.jobs {
+		if _, ok := kb.finished[j.ID]; !ok {
 			unfinished = append(unfinished, j.ID)
 		}
 	}
-	if diff := cmp.Diff(slices.Sorted(maps.Keys(finished)), slices.Sorted(slices.Values(skipped))); diff != "" {
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(kb.finished)), slices.Sorted(slices.Values(skipped))); diff != "" {
 		t.Errorf("jobs the re-run skipped (-finished before the kill +skipped):\n%s", diff)
 	}
 	if diff := cmp.Diff(unfinished, slices.Sorted(slices.Values(started))); diff != "" {
 		t.Errorf("jobs the re-run ran (-unfinished +ran):\n%s", diff)
 	}
-	after := results(t, dir, jobs)
-	if len(after) != len(jobs) {
-		t.Errorf("after the re-run %d of %d jobs have a result.json", len(after), len(jobs))
+	after := results(t, kb.dir, kb.jobs)
+	if len(after) != len(kb.jobs) {
+		t.Errorf("after the re-run %d of %d jobs have a result.json", len(after), len(kb.jobs))
 	}
-	for id, before := range finished {
+	for id, before := range kb.finished {
 		if !bytes.Equal(after[id], before) {
 			t.Errorf("job %s's result.json changed on the re-run; a finished job must not run again", id)
 		}
 	}
-	for _, id := range partial {
-		if _, err := os.Stat(filepath.Join(dir, batch.PartialDir, id)); err != nil {
+	for _, id := range kb.partial {
+		if _, err := os.Stat(filepath.Join(kb.dir, batch.PartialDir, id)); err != nil {
 			t.Errorf("job %s's partial output was not moved aside: %v", id, err)
 		}
 	}
-	summaryPath, junitPath := batch.Files(dir, batch.Shard{})
+}
+
+// checkSummary checks the summary and junit.xml after the re-run: every
+// job passed, the finished ones reused, the batch's time both runs', and
+// the isolation recorded.
+func (kb *killedBatch) checkSummary(t *testing.T) {
+	summaryPath, junitPath := batch.Files(kb.dir, batch.Shard{})
 	var sum batch.Summary
 	raw, err := os.ReadFile(summaryPath)
 	if err == nil {
 		err = json.Unmarshal(raw, &sum)
 	}
-	if err != nil || sum.Passed != len(jobs) || sum.Reused != len(finished) {
-		t.Errorf("summary: passed %d, reused %d (%v), want %d passed, %d reused", sum.Passed, sum.Reused, err, len(jobs), len(finished))
+	if err != nil || sum.Passed != len(kb.jobs) || sum.Reused != len(kb.finished) {
+		t.Errorf("summary: passed %d, reused %d (%v), want %d passed, %d reused", sum.Passed, sum.Reused, err, len(kb.jobs), len(kb.finished))
 	}
 	if _, err := os.Stat(junitPath); err != nil {
 		t.Errorf("junit.xml: %v", err)
@@ -226,15 +280,8 @@ func testKilledBatch(t *testing.T, bin, iso string) {
 			t.Errorf("junit.xml does not give the whole batch's time, %s:\n%.400s", want, raw)
 		}
 	}
-	if sum.Isolation != batch.Isolation(iso) {
-		t.Errorf("summary isolation = %q, want %q", sum.Isolation, iso)
-	}
-	if iso == "containerd" {
-		for id := range sandboxes {
-			for _, left := range leftovers(ctx, id) {
-				t.Errorf("after the re-run, the killed batch's sandbox %s left %s", id, left)
-			}
-		}
+	if sum.Isolation != batch.Isolation(kb.iso) {
+		t.Errorf("summary isolation = %q, want %q", sum.Isolation, kb.iso)
 	}
 }
 
