@@ -137,98 +137,123 @@ func imageUID(t *testing.T) int64 {
 	return uid
 }
 
+// problems collects what is wrong with a manifest, a sentence each.
+type problems []string
+
+func (p *problems) add(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
 // checkPod lists what is wrong with a pod template for running Spotter:
 // every rule here holds for every workload in deploy/.
 func checkPod(spec corev1.PodSpec, uid int64) []string {
-	var bad []string
-	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
-	psc := spec.SecurityContext
-	switch {
-	case psc == nil:
-		add("pod has no securityContext")
-	default:
-		if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
-			add("pod securityContext.runAsNonRoot is not true")
-		}
-		if psc.RunAsUser == nil || *psc.RunAsUser != uid {
-			add("pod securityContext.runAsUser is not the image's user %d", uid)
-		}
-		if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-			add("pod seccompProfile is not RuntimeDefault")
-		}
-	}
-	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
-		add("pod shares a host namespace")
-	}
-	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
-		add("pod mounts a service account token it does not need")
-	}
+	var bad problems
+	checkPodSecurity(&bad, spec, uid)
 	volumes := map[string]corev1.Volume{}
 	for _, v := range spec.Volumes {
 		if v.HostPath != nil {
-			add("volume %s is a hostPath", v.Name)
+			bad.add("volume %s is a hostPath", v.Name)
 		}
 		volumes[v.Name] = v
 	}
 	used := map[string]bool{}
 	if len(spec.Containers) == 0 {
-		add("pod has no containers")
+		bad.add("pod has no containers")
 	}
 	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
-		if c.Image == "" {
-			add("container %s has no image", c.Name)
-		}
-		for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[res]
-			lim, hasLim := c.Resources.Limits[res]
-			switch {
-			case !hasReq || !hasLim:
-				add("container %s has no %s request and limit", c.Name, res)
-			case req.Cmp(lim) > 0:
-				add("container %s requests more %s (%s) than its limit (%s)", c.Name, res, req.String(), lim.String())
-			}
-		}
-		sc := c.SecurityContext
-		if sc == nil {
-			add("container %s has no securityContext", c.Name)
-			continue
-		}
-		if sc.Privileged != nil && *sc.Privileged {
-			add("container %s is privileged", c.Name)
-		}
-		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-			add("container %s allows privilege escalation", c.Name)
-		}
-		if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot || sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-			add("container %s runs as root", c.Name)
-		}
-		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
-			add("container %s does not drop all capabilities", c.Name)
-		}
-		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-			add("container %s has a writable root filesystem", c.Name)
-		}
-		mounts := map[string]string{}
-		for _, m := range c.VolumeMounts {
-			if _, ok := volumes[m.Name]; !ok {
-				add("container %s mounts undefined volume %s", c.Name, m.Name)
-			}
-			used[m.Name] = true
-			mounts[m.MountPath] = m.Name
-		}
-		// Chromium writes its profile to /tmp and caches to $HOME.
-		for _, dir := range []string{"/tmp", "/home/spotter"} {
-			if v, ok := volumes[mounts[dir]]; !ok || v.EmptyDir == nil {
-				add("container %s has no emptyDir at %s for Chromium to write to", c.Name, dir)
-			}
-		}
+		checkContainer(&bad, c, volumes, used)
 	}
 	for name := range volumes {
 		if !used[name] {
-			add("volume %s is not mounted", name)
+			bad.add("volume %s is not mounted", name)
 		}
 	}
 	return bad
+}
+
+// checkPodSecurity checks the pod's own hardening: non-root as the
+// image's user uid, the runtime's seccomp profile, no host namespaces and
+// no service account token.
+func checkPodSecurity(bad *problems, spec corev1.PodSpec, uid int64) {
+	psc := spec.SecurityContext
+	switch {
+	case psc == nil:
+		bad.add("pod has no securityContext")
+	default:
+		if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
+			bad.add("pod securityContext.runAsNonRoot is not true")
+		}
+		if psc.RunAsUser == nil || *psc.RunAsUser != uid {
+			bad.add("pod securityContext.runAsUser is not the image's user %d", uid)
+		}
+		if psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			bad.add("pod seccompProfile is not RuntimeDefault")
+		}
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		bad.add("pod shares a host namespace")
+	}
+	if spec.AutomountServiceAccountToken == nil || *spec.AutomountServiceAccountToken {
+		bad.add("pod mounts a service account token it does not need")
+	}
+}
+
+// checkContainer checks one container of a pod whose volumes are given:
+// its image, resources, hardening and mounts. It marks the volumes it
+// mounts in used; the mounts of a container without a securityContext are
+// not looked at.
+func checkContainer(bad *problems, c corev1.Container, volumes map[string]corev1.Volume, used map[string]bool) {
+	if c.Image == "" {
+		bad.add("container %s has no image", c.Name)
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, hasReq := c.Resources.Requests[res]
+		lim, hasLim := c.Resources.Limits[res]
+		switch {
+		case !hasReq || !hasLim:
+			bad.add("container %s has no %s request and limit", c.Name, res)
+		case req.Cmp(lim) > 0:
+			bad.add("container %s requests more %s (%s) than its limit (%s)", c.Name, res, req.String(), lim.String())
+		}
+	}
+	if c.SecurityContext == nil {
+		bad.add("container %s has no securityContext", c.Name)
+		return
+	}
+	checkContainerSecurity(bad, c.Name, c.SecurityContext)
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		if _, ok := volumes[m.Name]; !ok {
+			bad.add("container %s mounts undefined volume %s", c.Name, m.Name)
+		}
+		used[m.Name] = true
+		mounts[m.MountPath] = m.Name
+	}
+	// Chromium writes its profile to /tmp and caches to $HOME.
+	for _, dir := range []string{"/tmp", "/home/spotter"} {
+		if v, ok := volumes[mounts[dir]]; !ok || v.EmptyDir == nil {
+			bad.add("container %s has no emptyDir at %s for Chromium to write to", c.Name, dir)
+		}
+	}
+}
+
+// checkContainerSecurity checks container name's securityContext: not
+// privileged, no privilege escalation, not root, every capability dropped
+// and a read-only root filesystem.
+func checkContainerSecurity(bad *problems, name string, sc *corev1.SecurityContext) {
+	if sc.Privileged != nil && *sc.Privileged {
+		bad.add("container %s is privileged", name)
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		bad.add("container %s allows privilege escalation", name)
+	}
+	if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot || sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+		bad.add("container %s runs as root", name)
+	}
+	if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || len(sc.Capabilities.Add) > 0 {
+		bad.add("container %s does not drop all capabilities", name)
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		bad.add("container %s has a writable root filesystem", name)
+	}
 }
 
 // shardArg matches the --shard argument the Job passes.
@@ -236,72 +261,109 @@ var shardArg = regexp.MustCompile(`^\$\(JOB_COMPLETION_INDEX\)/(\d+)$`)
 
 // checkJob lists what is wrong with the batch Job, beyond checkPod.
 func checkJob(job batchv1.Job, pvc corev1.PersistentVolumeClaim, jobsConfigMap string) []string {
-	var bad []string
-	add := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	var bad problems
 	s := job.Spec
-	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
-		add("completionMode is not Indexed")
-	}
-	if s.Completions == nil || *s.Completions < 1 {
-		add("completions is not set")
+	if !checkJobSpec(&bad, s) {
 		return bad
 	}
+	pod := s.Template.Spec
+	c := pod.Containers[0]
+	args := c.Args
+	if len(args) < 2 || args[0] != "batch" {
+		bad.add("args %v do not run spotter batch JOBS", args)
+		return bad
+	}
+	checkJobArgs(&bad, args, *s.Completions)
+	checkCompletionIndex(&bad, c.Env)
+	checkJobMounts(&bad, c, pod.Volumes, pvc, jobsConfigMap)
+	return bad
+}
+
+// checkJobSpec checks the Job's completion and retry settings and that
+// its pod has one container, which podFailurePolicy names. It reports
+// false when the rest cannot be checked: completions is not set, or the
+// pod does not have one container.
+func checkJobSpec(bad *problems, s batchv1.JobSpec) bool {
+	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
+		bad.add("completionMode is not Indexed")
+	}
+	if s.Completions == nil || *s.Completions < 1 {
+		bad.add("completions is not set")
+		return false
+	}
 	if s.Parallelism == nil || *s.Parallelism < 1 || *s.Parallelism > *s.Completions {
-		add("parallelism is not 1..completions")
+		bad.add("parallelism is not 1..completions")
 	}
 	if s.BackoffLimitPerIndex == nil {
-		add("backoffLimitPerIndex is not set: one shard's retries would fail the others")
+		bad.add("backoffLimitPerIndex is not set: one shard's retries would fail the others")
 	}
 	pod := s.Template.Spec
 	if pod.RestartPolicy != corev1.RestartPolicyNever {
-		add("restartPolicy is %q, want Never (a new pod per retry)", pod.RestartPolicy)
+		bad.add("restartPolicy is %q, want Never (a new pod per retry)", pod.RestartPolicy)
 	}
 	if len(pod.Containers) != 1 {
-		add("%d containers, want 1", len(pod.Containers))
-		return bad
+		bad.add("%d containers, want 1", len(pod.Containers))
+		return false
 	}
 	c := pod.Containers[0]
 	if s.PodFailurePolicy != nil {
 		for _, r := range s.PodFailurePolicy.Rules {
 			if r.OnExitCodes != nil && r.OnExitCodes.ContainerName != nil && *r.OnExitCodes.ContainerName != c.Name {
-				add("podFailurePolicy names container %q, not %q", *r.OnExitCodes.ContainerName, c.Name)
+				bad.add("podFailurePolicy names container %q, not %q", *r.OnExitCodes.ContainerName, c.Name)
 			}
 		}
 	}
-	args := c.Args
-	if len(args) < 2 || args[0] != "batch" {
-		add("args %v do not run spotter batch JOBS", args)
-		return bad
+	return true
+}
+
+// argValue is the value that follows flag name in args, and whether there
+// is one.
+func argValue(args []string, name string) (string, bool) {
+	i := slices.Index(args, name)
+	if i < 0 || i+1 >= len(args) {
+		return "", false
 	}
-	flag := func(name string) (string, bool) {
-		i := slices.Index(args, name)
-		if i < 0 || i+1 >= len(args) {
-			return "", false
-		}
-		return args[i+1], true
-	}
-	if v, ok := flag("--shard"); !ok {
-		add("args have no --shard")
+	return args[i+1], true
+}
+
+// checkJobArgs checks the batch's --shard (this pod's index of as many
+// shards as the Job has completions) and --isolate (no containerd in a
+// pod).
+func checkJobArgs(bad *problems, args []string, completions int32) {
+	if v, ok := argValue(args, "--shard"); !ok {
+		bad.add("args have no --shard")
 	} else if m := shardArg.FindStringSubmatch(v); m == nil {
-		add("--shard %q is not $(JOB_COMPLETION_INDEX)/N", v)
-	} else if n, _ := strconv.Atoi(m[1]); int32(n) != *s.Completions {
-		add("--shard's N is %d but completions is %d: shards would be lost or run twice", n, *s.Completions)
+		bad.add("--shard %q is not $(JOB_COMPLETION_INDEX)/N", v)
+	} else if n, _ := strconv.Atoi(m[1]); int32(n) != completions {
+		bad.add("--shard's N is %d but completions is %d: shards would be lost or run twice", n, completions)
 	}
-	if v, ok := flag("--isolate"); !ok || v != "local" && v != "none" {
-		add("--isolate is %q; a pod has no containerd daemon, so it must be local or none (auto would pick local anyway)", v)
+	if v, ok := argValue(args, "--isolate"); !ok || v != "local" && v != "none" {
+		bad.add("--isolate is %q; a pod has no containerd daemon, so it must be local or none (auto would pick local anyway)", v)
 	}
+}
+
+// checkCompletionIndex checks that env declares JOB_COMPLETION_INDEX from
+// the pod's completion-index annotation, which --shard reads.
+func checkCompletionIndex(bad *problems, env []corev1.EnvVar) {
 	declared := false
-	for _, e := range c.Env {
+	for _, e := range env {
 		if e.Name == "JOB_COMPLETION_INDEX" {
 			declared = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
 				e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 		}
 	}
 	if !declared {
-		add("JOB_COMPLETION_INDEX is not declared from the completion-index annotation")
+		bad.add("JOB_COMPLETION_INDEX is not declared from the completion-index annotation")
 	}
+}
+
+// checkJobMounts checks where container c of a pod with volumes reads and
+// writes: --out on a writable mount of the claim pvc, the jobs file (its
+// first argument after batch) on a read-only mount of the ConfigMap
+// jobsConfigMap.
+func checkJobMounts(bad *problems, c corev1.Container, volumes []corev1.Volume, pvc corev1.PersistentVolumeClaim, jobsConfigMap string) {
 	volumeOf := map[string]corev1.Volume{}
-	for _, v := range pod.Volumes {
+	for _, v := range volumes {
 		volumeOf[v.Name] = v
 	}
 	mountOf := func(path string) (corev1.VolumeMount, corev1.Volume, bool) {
@@ -313,15 +375,14 @@ func checkJob(job batchv1.Job, pvc corev1.PersistentVolumeClaim, jobsConfigMap s
 		}
 		return corev1.VolumeMount{}, corev1.Volume{}, false
 	}
-	if out, ok := flag("--out"); !ok {
-		add("args have no --out")
+	if out, ok := argValue(c.Args, "--out"); !ok {
+		bad.add("args have no --out")
 	} else if m, v, ok := mountOf(out); !ok || v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pvc.Name || m.ReadOnly {
-		add("--out %s is not on a writable mount of the claim %s", out, pvc.Name)
+		bad.add("--out %s is not on a writable mount of the claim %s", out, pvc.Name)
 	}
-	if m, v, ok := mountOf(args[1]); !ok || v.ConfigMap == nil || v.ConfigMap.Name != jobsConfigMap || !m.ReadOnly {
-		add("the jobs file %s is not on a read-only mount of the ConfigMap %s", args[1], jobsConfigMap)
+	if m, v, ok := mountOf(c.Args[1]); !ok || v.ConfigMap == nil || v.ConfigMap.Name != jobsConfigMap || !m.ReadOnly {
+		bad.add("the jobs file %s is not on a read-only mount of the ConfigMap %s", c.Args[1], jobsConfigMap)
 	}
-	return bad
 }
 
 func TestBatchJob(t *testing.T) {
