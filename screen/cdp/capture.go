@@ -91,28 +91,54 @@ func (d *Display) capture(ctx context.Context, o screen.CaptureOptions) (screen.
 		}
 	}
 
-	metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
-	if errors.Is(err, errBlocked) {
-		return d.blockedShot(req)
-	}
-	if err != nil {
-		return screen.Shot{}, fmt.Errorf("capture: %w", err)
-	}
 	var scroll actions.Point
 	pinch := 1.0
-	if v := metrics.CSSVisualViewport; v != nil {
-		scroll = actions.Pt(v.PageX, v.PageY)
-		if v.Zoom > 0 {
-			pinch = v.Zoom
+	viewport := func(m page.GetLayoutMetricsResult) {
+		if v := m.CSSVisualViewport; v != nil {
+			scroll = actions.Pt(v.PageX, v.PageY)
+			if v.Zoom > 0 {
+				pinch = v.Zoom
+			}
 		}
 	}
 	taken := time.Now()
-	data, err := d.r.grab(ctx, req, scroll)
-	if errors.Is(err, errBlocked) {
-		return d.blockedShot(req)
-	}
-	if err != nil {
-		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	var data []byte
+	if d.r.needsScroll(req) {
+		metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
+		if errors.Is(err, errBlocked) {
+			return d.blockedShot(req)
+		}
+		if err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		viewport(metrics)
+		taken = time.Now()
+		data, err = d.r.grab(ctx, req, scroll)
+		if errors.Is(err, errBlocked) {
+			return d.blockedShot(req)
+		}
+		if err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+	} else {
+		// The page is settled: its scroll offset, for the frame, is asked
+		// while the image is drawn.
+		var metrics page.GetLayoutMetricsResult
+		var merr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			metrics, merr = call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
+		}()
+		data, err = d.r.grab(ctx, req, actions.Point{})
+		<-done
+		if errors.Is(err, errBlocked) || errors.Is(merr, errBlocked) {
+			return d.blockedShot(req)
+		}
+		if err = cmp.Or(err, merr); err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		viewport(metrics)
 	}
 	format, sent, err := imageSize(data)
 	if err != nil {

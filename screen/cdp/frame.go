@@ -511,6 +511,13 @@ func (f *frameControl) grab(ctx context.Context, r captureReq, scroll actions.Po
 	return data, err
 }
 
+// needsScroll: only a region, which Page.captureScreenshot captures, needs
+// the page's scroll offset.
+func (f *frameControl) needsScroll(r captureReq) bool {
+	_, full := f.outputFor(r)
+	return !full
+}
+
 // shotParams are the screenshot parameters of beginFrame for r.
 func (f *frameControl) shotParams(r captureReq) *headlessexperimental.ScreenshotParams {
 	sp := &headlessexperimental.ScreenshotParams{
