@@ -3,8 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
-	"image"
 	"fmt"
+	"image"
 	"time"
 
 	"github.com/spotter-harness/spotter/screen"
