@@ -79,6 +79,26 @@ func TestReportViewer(t *testing.T) {
 	integration(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
+	task, res := runDemoSandboxed(ctx, t)
+	decisions := res.Sandbox.Allowed + res.Sandbox.Refused
+	steps := res.Outcome.Steps
+
+	v := openViewer(t)
+	v.do("open the report", chromedp.Navigate("file://"+res.Report),
+		chromedp.Poll[chromedp.Void](`document.body.classList.contains('viewer')`))
+	s := v.state()
+	v.snap("viewer-1-first-step")
+	v.only(s, "step-1")
+	checkFirstStep(t, s, task, steps)
+	v.checkSteps(steps)
+	v.checkEgressSummary(decisions)
+	v.checkLoadedNothing(res.Report)
+}
+
+// runDemoSandboxed runs examples/demo.yaml with its browser in a local
+// sandbox and returns the task and its result, which must be a success
+// with several egress decisions.
+func runDemoSandboxed(ctx context.Context, t *testing.T) (runner.Task, runner.Result) {
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sbx, err := wiring.NewSandboxes(ctx, wiring.SandboxConfig{Backend: isolate.Local, Logger: log})
 	if err != nil {
@@ -97,26 +117,40 @@ func TestReportViewer(t *testing.T) {
 	if res.Sandbox == nil || res.Sandbox.Allowed < 2 {
 		t.Fatalf("the run's sandbox = %+v, want several egress decisions to summarize", res.Sandbox)
 	}
-	decisions := res.Sandbox.Allowed + res.Sandbox.Refused
-	steps := res.Outcome.Steps
+	return task, res
+}
 
-	// The operator's browser, in a tab that records every request.
-	var mu sync.Mutex
-	var requests, console []string
+// viewer is a tab of the operator's browser that records every request
+// and every console message, and saves screenshots to the test's artifact
+// directory.
+type viewer struct {
+	t     *testing.T
+	tab   context.Context
+	shots string // the screenshots' directory
+
+	mu       sync.Mutex
+	requests []string // URLs requested, data: URLs shortened
+	console  []string // console calls and exceptions
+}
+
+// openViewer opens a tab of the operator's browser, closed when the test
+// ends.
+func openViewer(t *testing.T) *viewer {
+	v := &viewer{t: t}
 	tab, closeTab := chromedp.NewContext(operatorTab(t), chromedp.WithListener(func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
+		v.mu.Lock()
+		defer v.mu.Unlock()
 		switch ev := ev.(type) {
 		case *network.EventRequestWillBeSent:
 			u := ev.Request.URL
 			if strings.HasPrefix(u, "data:") {
 				u = u[:min(len(u), 40)]
 			}
-			requests = append(requests, u)
+			v.requests = append(v.requests, u)
 		case *runtime.EventConsoleAPICalled:
-			console = append(console, string(ev.Type))
+			v.console = append(v.console, string(ev.Type))
 		case *runtime.EventExceptionThrown:
-			console = append(console, "exception: "+ev.ExceptionDetails.Text)
+			v.console = append(v.console, "exception: "+ev.ExceptionDetails.Text)
 		}
 	}))
 	t.Cleanup(closeTab)
@@ -124,59 +158,71 @@ func TestReportViewer(t *testing.T) {
 	if err := chromedp.Do(tab); err != nil {
 		t.Fatalf("open a tab: %v", err)
 	}
-	shots := t.ArtifactDir()
-	t.Logf("screenshots of the viewer: %s", shots)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(tab, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(c, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	state := func() viewerState {
-		t.Helper()
-		c, cancel := context.WithTimeout(tab, 10*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(c, chromedp.Evaluate[viewerState](viewerStateJS))
-		if err != nil {
-			t.Fatalf("read the viewer's state: %v", err)
-		}
-		return s
-	}
-	snap := func(name string) {
-		t.Helper()
-		c, cancel := context.WithTimeout(tab, 10*time.Second)
-		defer cancel()
-		png, err := chromedp.Run(c, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		p := filepath.Join(shots, name+".png")
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %s", name, p)
-	}
-	// press sends a key and waits for the viewer to show step want.
-	press := func(key, want string) viewerState {
-		t.Helper()
-		do("press "+key, chromedp.KeyEvent(key),
-			chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.hash === %q`, want)))
-		return state()
-	}
-	only := func(s viewerState, id string) {
-		t.Helper()
-		if len(s.Visible) != 1 || s.Visible[0] != id || s.Current != "#"+id || s.Hash != "#"+id {
-			t.Errorf("viewer shows %v (timeline marks %q, hash %q), want only %s", s.Visible, s.Current, s.Hash, id)
-		}
-	}
+	v.tab = tab
+	v.shots = t.ArtifactDir()
+	t.Logf("screenshots of the viewer: %s", v.shots)
+	return v
+}
 
-	do("open the report", chromedp.Navigate("file://"+res.Report),
-		chromedp.Poll[chromedp.Void](`document.body.classList.contains('viewer')`))
-	s := state()
-	snap("viewer-1-first-step")
-	only(s, "step-1")
+// do runs steps in the tab, within 30s; what says what they do.
+func (v *viewer) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	v.t.Helper()
+	c, cancel := context.WithTimeout(v.tab, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, steps...); err != nil {
+		v.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// state reads what the viewer shows.
+func (v *viewer) state() viewerState {
+	v.t.Helper()
+	c, cancel := context.WithTimeout(v.tab, 10*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(c, chromedp.Evaluate[viewerState](viewerStateJS))
+	if err != nil {
+		v.t.Fatalf("read the viewer's state: %v", err)
+	}
+	return s
+}
+
+// snap saves a screenshot of the tab as name.png and logs its path.
+func (v *viewer) snap(name string) {
+	v.t.Helper()
+	c, cancel := context.WithTimeout(v.tab, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(c, chromedp.CaptureScreenshot())
+	if err != nil {
+		v.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	p := filepath.Join(v.shots, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		v.t.Fatal(err)
+	}
+	v.t.Logf("%s: %s", name, p)
+}
+
+// press sends a key and waits for the viewer to show step want.
+func (v *viewer) press(key, want string) viewerState {
+	v.t.Helper()
+	v.do("press "+key, chromedp.KeyEvent(key),
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.hash === %q`, want)))
+	return v.state()
+}
+
+// only checks that s shows step id alone, marked in the timeline and the
+// location's hash.
+func (v *viewer) only(s viewerState, id string) {
+	v.t.Helper()
+	if len(s.Visible) != 1 || s.Visible[0] != id || s.Current != "#"+id || s.Hash != "#"+id {
+		v.t.Errorf("viewer shows %v (timeline marks %q, hash %q), want only %s", s.Visible, s.Current, s.Hash, id)
+	}
+}
+
+// checkFirstStep checks what the viewer shows on opening a report of
+// steps steps of task: a timeline entry with a screenshot per step, and
+// step 1's words, actions, timings and screenshots.
+func checkFirstStep(t *testing.T, s viewerState, task runner.Task, steps int) {
 	if s.Entries != steps || s.Thumbs != steps || s.Position != fmt.Sprintf("Step 1 of %d", steps) {
 		t.Errorf("timeline has %d entries (%d with a screenshot), position %q; want %d steps, each with one, and \"Step 1 of %d\"",
 			s.Entries, s.Thumbs, s.Position, steps, steps)
@@ -197,34 +243,43 @@ func TestReportViewer(t *testing.T) {
 	if !strings.Contains(s.Meta, "model ") || !strings.Contains(s.Meta, "step ") {
 		t.Errorf("step 1's timings = %q, want the model's time and the step's", s.Meta)
 	}
+}
 
-	s = press(kb.ArrowRight, "#step-2")
-	only(s, "step-2")
-	snap("viewer-2-arrow-right")
-	only(press("j", "#step-3"), "step-3")
-	only(press(kb.ArrowLeft, "#step-2"), "step-2")
-	s = press(kb.End, fmt.Sprintf("#step-%d", steps))
-	only(s, fmt.Sprintf("step-%d", steps))
-	snap("viewer-3-last-step")
-	only(press(kb.Home, "#step-1"), "step-1")
-	do("press k on the first step", chromedp.KeyEvent("k"))
-	only(state(), "step-1") // no step before the first
+// checkSteps moves between the report's steps with the keys (arrows, j
+// and k, Home and End), the timeline and the Next button, each showing one
+// step, then shows them all with "a" and goes back to one step.
+func (v *viewer) checkSteps(steps int) {
+	s := v.press(kb.ArrowRight, "#step-2")
+	v.only(s, "step-2")
+	v.snap("viewer-2-arrow-right")
+	v.only(v.press("j", "#step-3"), "step-3")
+	v.only(v.press(kb.ArrowLeft, "#step-2"), "step-2")
+	s = v.press(kb.End, fmt.Sprintf("#step-%d", steps))
+	v.only(s, fmt.Sprintf("step-%d", steps))
+	v.snap("viewer-3-last-step")
+	v.only(v.press(kb.Home, "#step-1"), "step-1")
+	v.do("press k on the first step", chromedp.KeyEvent("k"))
+	v.only(v.state(), "step-1") // no step before the first
 
-	do("click the third step in the timeline", chromedp.Click(`ol.timeline li:nth-child(3) a`),
+	v.do("click the third step in the timeline", chromedp.Click(`ol.timeline li:nth-child(3) a`),
 		chromedp.Poll[chromedp.Void](`location.hash === '#step-3'`))
-	only(state(), "step-3")
-	do("click Next", chromedp.Click(`[data-go="next"]`), chromedp.Poll[chromedp.Void](`location.hash === '#step-4'`))
-	only(state(), "step-4")
-	snap("viewer-4-timeline-and-next")
+	v.only(v.state(), "step-3")
+	v.do("click Next", chromedp.Click(`[data-go="next"]`), chromedp.Poll[chromedp.Void](`location.hash === '#step-4'`))
+	v.only(v.state(), "step-4")
+	v.snap("viewer-4-timeline-and-next")
 
-	do("show every step", chromedp.KeyEvent("a"), chromedp.Poll[chromedp.Void](`document.body.classList.contains('all')`))
-	if s := state(); len(s.Visible) != steps {
-		t.Errorf("with every step shown, %d sections are on screen, want %d", len(s.Visible), steps)
+	v.do("show every step", chromedp.KeyEvent("a"), chromedp.Poll[chromedp.Void](`document.body.classList.contains('all')`))
+	if s := v.state(); len(s.Visible) != steps {
+		v.t.Errorf("with every step shown, %d sections are on screen, want %d", len(s.Visible), steps)
 	}
-	snap("viewer-5-all-steps")
-	do("back to one step", chromedp.KeyEvent("a"), chromedp.Poll[chromedp.Void](`!document.body.classList.contains('all')`))
+	v.snap("viewer-5-all-steps")
+	v.do("back to one step", chromedp.KeyEvent("a"), chromedp.Poll[chromedp.Void](`!document.body.classList.contains('all')`))
+}
 
-	// The header sums the egress decisions up per host; the list is folded.
+// checkEgressSummary checks that the header sums the run's decisions
+// egress decisions up per host, with their list folded and no alert box
+// per decision.
+func (v *viewer) checkEgressSummary(decisions int) {
 	type egress struct {
 		Title         string
 		Hosts         []string
@@ -232,7 +287,7 @@ func TestReportViewer(t *testing.T) {
 		Alerts        int
 		ListedVisible bool
 	}
-	c, cancelEval := context.WithTimeout(tab, 10*time.Second)
+	c, cancelEval := context.WithTimeout(v.tab, 10*time.Second)
 	defer cancelEval()
 	eg, err := chromedp.Run(c, chromedp.Evaluate[egress](`(() => {
 		const e = document.querySelector('header.run .egress');
@@ -247,23 +302,27 @@ func TestReportViewer(t *testing.T) {
 		};
 	})()`))
 	if err != nil {
-		t.Fatal(err)
+		v.t.Fatal(err)
 	}
-	do("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo({top: 0, behavior: 'instant'})`))
-	snap("viewer-6-header-egress")
+	v.do("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo({top: 0, behavior: 'instant'})`))
+	v.snap("viewer-6-header-egress")
 	if !strings.Contains(eg.Title, fmt.Sprintf("%d connection", decisions)) || len(eg.Hosts) == 0 || eg.Listed != decisions ||
 		eg.Open != 0 || eg.ListedVisible || eg.Alerts != 0 {
-		t.Errorf("egress summary = %+v; want %d decisions summed up per host, their list folded, and no box per decision", eg, decisions)
+		v.t.Errorf("egress summary = %+v; want %d decisions summed up per host, their list folded, and no box per decision", eg, decisions)
 	}
+}
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, u := range requests {
-		if u != "file://"+res.Report && !strings.HasPrefix(u, "data:") {
-			t.Errorf("the report requested %s: it must load nothing", u)
+// checkLoadedNothing checks that the page at report requested nothing but
+// itself and data: URLs, and logged nothing to its console.
+func (v *viewer) checkLoadedNothing(report string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, u := range v.requests {
+		if u != "file://"+report && !strings.HasPrefix(u, "data:") {
+			v.t.Errorf("the report requested %s: it must load nothing", u)
 		}
 	}
-	for _, c := range console {
-		t.Errorf("the report's page logged %s", c)
+	for _, c := range v.console {
+		v.t.Errorf("the report's page logged %s", c)
 	}
 }

@@ -103,37 +103,115 @@ func TestServeNoneBrowserLeastPrivilege(t *testing.T) {
 	bin := buildSpotterForRun(t)
 	target := newOriginRecorder(t, "")
 	targetPort := target.Listener.Addr().(*net.TCPAddr).Port
+	page := newBeaconSite(t)
+	srv := startServeWithSecrets(t, bin)
+	_, serverPort, _ := net.SplitHostPort(strings.TrimPrefix(srv.base, "http://"))
 
-	var (
-		mu       sync.Mutex
-		pageHTML string
-		seen     []string
-	)
-	done := make(chan struct{})
+	targets := []string{
+		fmt.Sprintf("http://127.0.0.1:%d/beacon", targetPort),
+		fmt.Sprintf("http://localhost:%d/beacon", targetPort),
+		fmt.Sprintf("http://[::1]:%d/beacon", targetPort),
+		srv.base + "/login",
+		srv.base + "/healthz",
+		"http://169.254.169.254/latest/meta-data/",
+	}
+	page.setHTML(beaconPage(targets, fmt.Sprintf("ws://127.0.0.1:%d/ws", targetPort)))
+	if code, b := srv.api(t, "POST", "/executor/sessions", map[string]any{"provider": "anthropic", "start_url": page.URL + "/",
+		"policy": map[string]any{"hosts": []string{"*"}}, "display": map[string]any{"width": 800, "height": 600}}); code != http.StatusOK {
+		t.Fatalf("POST /executor/sessions = %d %s", code, b)
+	}
+
+	// Wait for the page to finish and for the proxy to have refused every
+	// target in every way (beacon, fetch, img: three requests each).
+	select {
+	case <-page.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the page did not finish within 60s; its server saw %q\n%s", page.requests(), srv.stderr.String())
+	}
+	hostPorts := []string{"127.0.0.1 " + strconv.Itoa(targetPort), "localhost " + strconv.Itoa(targetPort),
+		"::1 " + strconv.Itoa(targetPort), "127.0.0.1 " + serverPort, "169.254.169.254 80"}
+	srv.waitRefusals(t, target, hostPorts)
+	if pageSeen := page.requests(); !containsString(pageSeen, "POST /beacon-ok") {
+		// The page's own beacon must arrive, or a refusal proves nothing.
+		t.Errorf("the page's own origin saw %q, want its beacon POST /beacon-ok", pageSeen)
+	}
+	if conns, reqs := target.seen(); conns != 0 || len(reqs) != 0 {
+		t.Errorf("the loopback server saw %d connections and requests %q, want none", conns, reqs)
+	}
+	code, b := srv.api(t, "GET", "/audit", nil)
+	if code != http.StatusOK || strings.Contains(string(b), "login_failed") {
+		t.Errorf("GET /audit = %d %s, want no failed login: a page's POST /login reached the server", code, b)
+	}
+	t.Logf("egress refusals: %v", srv.refusals())
+	checkBrowsersHoldNoSecret(t, srv.cmd.Process.Pid)
+}
+
+// beaconSite serves the beaconing page at / and records every request;
+// done is closed when the page loads /done.
+type beaconSite struct {
+	*httptest.Server
+	done chan struct{}
+
+	mu   sync.Mutex
+	html string   // the page at /
+	seen []string // "METHOD /path" of every request
+}
+
+// newBeaconSite starts a beaconSite, closed when the test ends; its page
+// is empty until setHTML.
+func newBeaconSite(t *testing.T) *beaconSite {
+	s := &beaconSite{done: make(chan struct{})}
 	var doneOnce sync.Once
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, r.Method+" "+r.URL.Path)
-		html := pageHTML
-		mu.Unlock()
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.seen = append(s.seen, r.Method+" "+r.URL.Path)
+		html := s.html
+		s.mu.Unlock()
 		switch r.URL.Path {
 		case "/":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, html)
 		case "/done":
-			doneOnce.Do(func() { close(done) })
+			doneOnce.Do(func() { close(s.done) })
 		}
 	}))
-	t.Cleanup(page.Close)
+	t.Cleanup(s.Close)
+	return s
+}
 
-	// The server, with secrets in its environment.
+func (s *beaconSite) setHTML(html string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.html = html
+}
+
+// requests returns the requests the site has seen so far.
+func (s *beaconSite) requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.seen...)
+}
+
+// secretServer is a `spotter serve --isolate none` with privilegeSecrets
+// in its environment.
+type secretServer struct {
+	cmd    *exec.Cmd
+	stderr *serveLog
+	exited chan struct{} // closed when the process has exited
+	base   string        // its URL
+}
+
+// startServeWithSecrets starts `spotter serve --isolate none` on loopback
+// with privilegeSecrets in its environment and waits until it listens. It
+// is stopped (SIGTERM, then SIGKILL after 20s) when the test ends.
+func startServeWithSecrets(t *testing.T, bin string) *secretServer {
 	cmd := exec.Command(bin, "serve", "--isolate", "none", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "-v")
 	cmd.Env = os.Environ()
 	for k, v := range privilegeSecrets {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	var stderr serveLog
-	cmd.Stderr = &stderr
+	srv := &secretServer{cmd: cmd, stderr: &serveLog{}, exited: make(chan struct{})}
+	cmd.Stderr = srv.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +219,6 @@ func TestServeNoneBrowserLeastPrivilege(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
 	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -151,129 +228,101 @@ func TestServeNoneBrowserLeastPrivilege(t *testing.T) {
 			}
 		}
 		cmd.Wait()
-		close(exited)
+		close(srv.exited)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-srv.exited:
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-srv.exited
 		}
 	})
-	var base string
 	select {
-	case base = <-listening:
-	case <-exited:
-		t.Fatalf("spotter serve exited:\n%s", stderr.String())
+	case srv.base = <-listening:
+	case <-srv.exited:
+		t.Fatalf("spotter serve exited:\n%s", srv.stderr.String())
 	case <-time.After(60 * time.Second):
 		t.Fatal("spotter serve did not listen within 60s")
 	}
-	server := strings.TrimPrefix(base, "http://")
-	_, serverPort, _ := net.SplitHostPort(server)
+	return srv
+}
 
-	targets := []string{
-		fmt.Sprintf("http://127.0.0.1:%d/beacon", targetPort),
-		fmt.Sprintf("http://localhost:%d/beacon", targetPort),
-		fmt.Sprintf("http://[::1]:%d/beacon", targetPort),
-		base + "/login",
-		base + "/healthz",
-		"http://169.254.169.254/latest/meta-data/",
+// api calls the server's API with its token and returns the status and
+// the body.
+func (srv *secretServer) api(t *testing.T, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
 	}
-	mu.Lock()
-	pageHTML = beaconPage(targets, fmt.Sprintf("ws://127.0.0.1:%d/ws", targetPort))
-	mu.Unlock()
+	req, _ := http.NewRequestWithContext(t.Context(), method, srv.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+privilegeSecrets["SPOTTER_TOKEN"])
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
 
-	api := func(method, path string, body any) (int, []byte) {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
+// refusals counts the egress proxy's refusals in the server's log, by
+// "host port".
+func (srv *secretServer) refusals() map[string]int {
+	n := map[string]int{}
+	for _, line := range strings.Split(srv.stderr.String(), "\n") {
+		if !strings.Contains(line, `msg="egress refused"`) {
+			continue
 		}
-		req, _ := http.NewRequestWithContext(t.Context(), method, base+path, rd)
-		req.Header.Set("Authorization", "Bearer "+privilegeSecrets["SPOTTER_TOKEN"])
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
+		host, port := logField(line, "host"), logField(line, "port")
+		n[host+" "+port]++
 	}
-	if code, b := api("POST", "/executor/sessions", map[string]any{"provider": "anthropic", "start_url": page.URL + "/",
-		"policy": map[string]any{"hosts": []string{"*"}}, "display": map[string]any{"width": 800, "height": 600}}); code != http.StatusOK {
-		t.Fatalf("POST /executor/sessions = %d %s", code, b)
-	}
+	return n
+}
 
-	// Wait for the page to finish and for the proxy to have refused every
-	// target in every way (beacon, fetch, img: three requests each).
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the page did not finish within 60s; its server saw %q\n%s", seen, stderr.String())
-	}
-	hostPorts := []string{"127.0.0.1 " + strconv.Itoa(targetPort), "localhost " + strconv.Itoa(targetPort),
-		"::1 " + strconv.Itoa(targetPort), "127.0.0.1 " + serverPort, "169.254.169.254 80"}
-	refusals := func() map[string]int {
-		n := map[string]int{}
-		for _, line := range strings.Split(stderr.String(), "\n") {
-			if !strings.Contains(line, `msg="egress refused"`) {
-				continue
-			}
-			host, port := logField(line, "host"), logField(line, "port")
-			n[host+" "+port]++
-		}
-		return n
-	}
+// waitRefusals waits, for at most 60s, until the server has logged at
+// least three egress refusals for each of hostPorts ("host port"). target
+// is the loopback server, whose requests a failure shows.
+func (srv *secretServer) waitRefusals(t *testing.T, target *originRecorder, hostPorts []string) {
 	deadline := time.After(60 * time.Second)
 	for {
-		wrote := stderr.next()
-		n := refusals()
+		wrote := srv.stderr.next()
+		n := srv.refusals()
 		missing := false
 		for _, hp := range hostPorts {
 			missing = missing || n[hp] < 3
 		}
 		if !missing {
-			break
+			return
 		}
 		select {
 		case <-wrote: // the server logged something: look again
-		case <-exited:
-			t.Fatalf("spotter serve exited:\n%s", stderr.String())
+		case <-srv.exited:
+			t.Fatalf("spotter serve exited:\n%s", srv.stderr.String())
 		case <-deadline:
 			conns, reqs := target.seen()
 			t.Fatalf("egress refusals %v, want at least 3 for each of %q; the loopback server saw %d connections, requests %q\n%s",
-				n, hostPorts, conns, reqs, stderr.String())
+				n, hostPorts, conns, reqs, srv.stderr.String())
 		}
 	}
-	mu.Lock()
-	pageSeen := append([]string(nil), seen...)
-	mu.Unlock()
-	if !containsString(pageSeen, "POST /beacon-ok") {
-		// The page's own beacon must arrive, or a refusal proves nothing.
-		t.Errorf("the page's own origin saw %q, want its beacon POST /beacon-ok", pageSeen)
-	}
-	if conns, reqs := target.seen(); conns != 0 || len(reqs) != 0 {
-		t.Errorf("the loopback server saw %d connections and requests %q, want none", conns, reqs)
-	}
-	code, b := api("GET", "/audit", nil)
-	if code != http.StatusOK || strings.Contains(string(b), "login_failed") {
-		t.Errorf("GET /audit = %d %s, want no failed login: a page's POST /login reached the server", code, b)
-	}
-	t.Logf("egress refusals: %v", refusals())
+}
 
-	// The browser processes hold no secret; the server's does (so the
-	// check can tell).
-	serverEnv, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", cmd.Process.Pid))
+// checkBrowsersHoldNoSecret checks that the browser processes under the
+// server (process serverPID) hold no secret in their environment, go
+// through the egress proxy and listen on no debugging port; the server's
+// own environment holds its token, so the check can tell.
+func checkBrowsersHoldNoSecret(t *testing.T, serverPID int) {
+	serverEnv, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", serverPID))
 	if err != nil || !bytes.Contains(serverEnv, []byte(privilegeSecrets["SPOTTER_TOKEN"])) {
 		t.Fatalf("the server's own environment (err %v) lacks its token: this check cannot tell", err)
 	}
-	browsers := descendants(t, cmd.Process.Pid, "chrom")
+	browsers := descendants(t, serverPID, "chrom")
 	if len(browsers) == 0 {
-		t.Fatalf("no browser process under the server (pid %d)", cmd.Process.Pid)
+		t.Fatalf("no browser process under the server (pid %d)", serverPID)
 	}
 	proxied := false
 	for _, pid := range browsers {
