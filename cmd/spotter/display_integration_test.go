@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -472,4 +474,66 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 		t.Errorf("audit has %d inputs, want the operator's 2", inputs)
 	}
 	okJSON("POST", "/session/"+id+"/stop", nil, nil)
+}
+
+// `spotter run --isolate containerd` runs a desktop task in a sandbox: the
+// desktop (its default xterm) runs inside it, and what the model types
+// reaches the terminal there, which turns the terminal red; the run's
+// last screenshot shows it.
+func TestRunDesktopTaskInSandbox(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	task := filepath.Join(dir, "desktop.yaml")
+	const body = `name: sandboxed-desktop
+task: turn the terminal red
+display: {backend: desktop, width: 1024, height: 768}
+policy: {allow: [click, type]}
+model:
+  turns:
+    - say: I click into the terminal.
+      actions: [{type: click, x: 100, y: 100}]
+    - say: I make it red.
+      actions: '[{"type": "type", "text": "printf ''\\033[41m\\033[2J''\n"}]'
+    - say: Done.
+`
+	if err := os.WriteFile(task, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"run", task, "--out", out, "--isolate", "containerd"}, &stdout, &stderr); err != nil {
+		t.Fatalf("spotter run --isolate containerd = %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var res runner.Result
+	b, err := os.ReadFile(filepath.Join(out, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Display != "desktop" || res.Sandbox == nil || res.Sandbox.Backend != "containerd" {
+		t.Fatalf("result.json = ok %v, display %q, sandbox %+v; want ok, a desktop in a containerd sandbox", res.OK, res.Display, res.Sandbox)
+	}
+	shots, err := filepath.Glob(filepath.Join(out, "shots", "*.png"))
+	if err != nil || len(shots) == 0 {
+		t.Fatalf("no screenshots in the trace (%v)", err)
+	}
+	slices.Sort(shots)
+	f, err := os.Open(shots[len(shots)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decode %s: %v", shots[len(shots)-1], err)
+	}
+	r, g, bl, _ := img.At(300, 200).RGBA()
+	if r>>8 < 150 || g>>8 > 80 || bl>>8 > 80 {
+		t.Errorf("the last screenshot's terminal at (300,200) is rgb(%d,%d,%d), want red: the typing did not reach the sandbox's terminal",
+			r>>8, g>>8, bl>>8)
+	}
 }

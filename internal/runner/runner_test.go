@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/wiring"
 )
 
 // TestDemoTasks runs the example tasks on a real Chromium: the scripted
@@ -18,14 +19,19 @@ func TestDemoTasks(t *testing.T) {
 		t.Skip("set SPOTTER_INTEGRATION=1 to run tests against a real Chromium")
 	}
 	for _, file := range []string{"demo.yaml", "demo-anthropic.yaml"} {
-		t.Run(file, func(t *testing.T) { testDemoTask(t, "../../examples/"+file) })
+		t.Run(file, func(t *testing.T) { testDemoTask(t, "../../examples/"+file, "") })
 	}
+	// The same scripted task on Chromium driven through playwright-go.
+	t.Run("demo.yaml on playwright", func(t *testing.T) { testDemoTask(t, "../../examples/demo.yaml", wiring.Playwright) })
 }
 
-func testDemoTask(t *testing.T, file string) {
+func testDemoTask(t *testing.T, file, backend string) {
 	task, err := Load(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if backend != "" {
+		task.Display.Backend = backend
 	}
 	out := filepath.Join(t.TempDir(), "run")
 	// As `spotter run` runs it: default approvals, nobody to ask. Nothing
