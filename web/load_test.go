@@ -53,14 +53,7 @@ func TestLoad(t *testing.T) {
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the load test on a real Chromium")
 	}
-	dur := 20 * time.Second
-	if v := os.Getenv("SPOTTER_LOAD_DURATION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("SPOTTER_LOAD_DURATION=%q: want a duration such as 10m", v)
-		}
-		dur = d
-	}
+	dur := loadDuration(t)
 
 	b, err := cdp.Launch(t.Context(), cdp.Config{Mode: loadMode(t)})
 	if err != nil {
@@ -72,7 +65,36 @@ func TestLoad(t *testing.T) {
 		io.WriteString(w, loadPage)
 	}))
 	defer page.Close()
+	c, stop := serveLoad(t, b)
+	defer stop()
 
+	before := measure(t)
+	t.Logf("before: %s", before)
+	ids := c.openSessions(page.URL)
+	during := measure(t)
+	run := c.runLoad(ids, dur)
+	after := c.closeSessions(ids, before)
+	checkLoad(t, dur, run, before, during, after)
+}
+
+// loadDuration is the length of the load: SPOTTER_LOAD_DURATION, default
+// 20s.
+func loadDuration(t *testing.T) time.Duration {
+	dur := 20 * time.Second
+	if v := os.Getenv("SPOTTER_LOAD_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("SPOTTER_LOAD_DURATION=%q: want a duration such as 10m", v)
+		}
+		dur = d
+	}
+	return dur
+}
+
+// serveLoad serves the API on loopback, with sessions on displays of b,
+// and returns a client of it and a func that stops serving and closes the
+// server, reporting an error of either.
+func serveLoad(t *testing.T, b *cdp.Browser) (*loadClient, func()) {
 	srv, err := web.New(t.Context(), web.Config{
 		DataDir: t.TempDir(),
 		Token:   testToken,
@@ -93,7 +115,7 @@ func TestLoad(t *testing.T) {
 	serveCtx, stopServe := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(serveCtx, ln) }()
-	defer func() {
+	stop := func() {
 		stopServe()
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
@@ -101,126 +123,156 @@ func TestLoad(t *testing.T) {
 		if err := srv.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-	}()
+	}
 	c := &loadClient{t: t, base: "http://" + ln.Addr().String(),
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: loadClients + loadSessions*loadWatchers}}}
+	return c, stop
+}
 
-	before := measure(t)
-	t.Logf("before: %s", before)
-
+// openSessions opens loadSessions executor sessions on pageURL and returns
+// their IDs.
+func (c *loadClient) openSessions(pageURL string) []string {
 	ids := make([]string, loadSessions)
 	for i := range ids {
 		var out struct{ ID string }
-		if code, body := c.do("POST", "/executor/sessions", fmt.Sprintf(`{"provider":"anthropic","display":{"width":1024,"height":640},"start_url":%q,"approvals":{"supervise":"none"}}`, page.URL), &out); code != http.StatusOK || out.ID == "" {
-			t.Fatalf("POST /executor/sessions = %d %s", code, body)
+		if code, body := c.do("POST", "/executor/sessions", fmt.Sprintf(`{"provider":"anthropic","display":{"width":1024,"height":640},"start_url":%q,"approvals":{"supervise":"none"}}`, pageURL), &out); code != http.StatusOK || out.ID == "" {
+			c.t.Fatalf("POST /executor/sessions = %d %s", code, body)
 		}
 		ids[i] = out.ID
 	}
-	during := measure(t)
+	return ids
+}
 
-	ctx, cancel := context.WithTimeout(t.Context(), dur)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		errs     atomic.Int64
-		mu       sync.Mutex
-		lat      []time.Duration
-		firstErr []string
-		events   = make([]atomic.Int64, loadSessions*loadWatchers)
-	)
-	fail := func(format string, args ...any) {
-		errs.Add(1)
-		mu.Lock()
-		// Keep the first of each kind (its first 60 bytes past the client).
-		msg := fmt.Sprintf(format, args...)
-		kind := msg[min(len(msg), strings.Index(msg, "=")+1):]
-		kind = kind[:min(len(kind), 60)]
-		if len(firstErr) < 10 && !slices.ContainsFunc(firstErr, func(e string) bool { return strings.Contains(e, kind) }) {
-			firstErr = append(firstErr, msg)
-		}
-		mu.Unlock()
+// loadRun is what the load's clients and watchers saw.
+type loadRun struct {
+	errs     atomic.Int64
+	mu       sync.Mutex
+	lat      []time.Duration // round trips of the calls that succeeded
+	firstErr []string        // the first error of each kind, at most 10
+	events   []atomic.Int64  // SSE events, per watcher
+	peak     snapshot        // measured once the clients stopped
+}
+
+// fail counts an error and keeps it if it is the first of its kind.
+func (r *loadRun) fail(format string, args ...any) {
+	r.errs.Add(1)
+	r.mu.Lock()
+	// Keep the first of each kind (its first 60 bytes past the client).
+	msg := fmt.Sprintf(format, args...)
+	kind := msg[min(len(msg), strings.Index(msg, "=")+1):]
+	kind = kind[:min(len(kind), 60)]
+	if len(r.firstErr) < 10 && !slices.ContainsFunc(r.firstErr, func(e string) bool { return strings.Contains(e, kind) }) {
+		r.firstErr = append(r.firstErr, msg)
 	}
+	r.mu.Unlock()
+}
+
+// runLoad runs the load on the sessions ids for dur: loadClients clients
+// posting calls and loadWatchers SSE watchers per session. It returns
+// once every client and watcher has stopped.
+func (c *loadClient) runLoad(ids []string, dur time.Duration) *loadRun {
+	ctx, cancel := context.WithTimeout(c.t.Context(), dur)
+	defer cancel()
+	r := &loadRun{events: make([]atomic.Int64, loadSessions*loadWatchers)}
 	// SSE watchers follow each session until the load ends.
+	var wg sync.WaitGroup
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	for i := range loadSessions * loadWatchers {
 		id := ids[i%loadSessions]
 		wg.Go(func() {
-			if err := c.watch(watchCtx, id, &events[i]); err != nil {
-				fail("watch %s: %v", id, err)
+			if err := c.watch(watchCtx, id, &r.events[i]); err != nil {
+				r.fail("watch %s: %v", id, err)
 			}
 		})
 	}
 	var clients sync.WaitGroup
 	for i := range loadClients {
 		id := ids[i%loadSessions]
-		clients.Go(func() {
-			for n := 0; ctx.Err() == nil; n++ {
-				input := `{"action":"screenshot"}`
-				if n%2 == 1 {
-					input = fmt.Sprintf(`{"action":"left_click","coordinate":[%d,%d]}`, 100+(n*37)%800, 30+(n*53)%200)
-				}
-				call := fmt.Sprintf(`{"type":"tool_use","id":"toolu_c%d_%d","name":"computer","input":%s}`, i, n, input)
-				var out struct{ Status, Error string }
-				start := time.Now()
-				code, body := c.do("POST", "/executor/sessions/"+id+"/call?wait=60s", call, &out)
-				d := time.Since(start)
-				if code != http.StatusOK || out.Status != "done" || out.Error != "" {
-					if ctx.Err() != nil && code == 0 {
-						return // cut at the end of the run
-					}
-					fail("client %d call %d = %d %.300s", i, n, code, body)
-					if code != http.StatusOK {
-						return // the session is gone: stop this client
-					}
-					continue
-				}
-				mu.Lock()
-				lat = append(lat, d)
-				mu.Unlock()
-			}
-		})
+		clients.Go(func() { c.callLoop(ctx, r, i, id) })
 	}
 	clients.Wait()
-	peak := measure(t)
+	r.peak = measure(c.t)
 	stopWatch()
 	wg.Wait()
+	return r
+}
 
+// callLoop is client i of the load: it posts screenshot and click calls
+// in turn to session id, each as soon as the last is answered, until ctx
+// ends or the session is gone.
+func (c *loadClient) callLoop(ctx context.Context, r *loadRun, i int, id string) {
+	for n := 0; ctx.Err() == nil; n++ {
+		input := `{"action":"screenshot"}`
+		if n%2 == 1 {
+			input = fmt.Sprintf(`{"action":"left_click","coordinate":[%d,%d]}`, 100+(n*37)%800, 30+(n*53)%200)
+		}
+		call := fmt.Sprintf(`{"type":"tool_use","id":"toolu_c%d_%d","name":"computer","input":%s}`, i, n, input)
+		var out struct{ Status, Error string }
+		start := time.Now()
+		code, body := c.do("POST", "/executor/sessions/"+id+"/call?wait=60s", call, &out)
+		d := time.Since(start)
+		if code != http.StatusOK || out.Status != "done" || out.Error != "" {
+			if ctx.Err() != nil && code == 0 {
+				return // cut at the end of the run
+			}
+			r.fail("client %d call %d = %d %.300s", i, n, code, body)
+			if code != http.StatusOK {
+				return // the session is gone: stop this client
+			}
+			continue
+		}
+		r.mu.Lock()
+		r.lat = append(r.lat, d)
+		r.mu.Unlock()
+	}
+}
+
+// closeSessions deletes the sessions ids and returns a snapshot taken
+// once goroutines and browser targets are back to before's, or after
+// about ten seconds.
+func (c *loadClient) closeSessions(ids []string, before snapshot) snapshot {
 	for _, id := range ids {
 		if code, body := c.do("DELETE", "/executor/sessions/"+id, "", nil); code != http.StatusOK {
-			t.Errorf("DELETE %s = %d %s", id, code, body)
+			c.t.Errorf("DELETE %s = %d %s", id, code, body)
 		}
 	}
 	c.http.CloseIdleConnections()
 	// Leftovers take a moment to go: poll, bounded.
 	var after snapshot
 	for range 100 {
-		after = measure(t)
+		after = measure(c.t)
 		if after.goroutines <= before.goroutines+2 && after.targets <= before.targets {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return after
+}
 
-	p50, p95 := stats.Percentile(lat, 50), stats.Percentile(lat, 95)
+// checkLoad reports the run r of length dur and checks it: no errors,
+// calls completed, events to every watcher, the sessions' tabs seen while
+// they were open, and nothing leaked once they were closed.
+func checkLoad(t *testing.T, dur time.Duration, r *loadRun, before, during, after snapshot) {
+	p50, p95 := stats.Percentile(r.lat, 50), stats.Percentile(r.lat, 95)
 	watched := int64(0)
-	for i := range events {
-		watched += events[i].Load()
-		if events[i].Load() == 0 {
+	for i := range r.events {
+		watched += r.events[i].Load()
+		if r.events[i].Load() == 0 {
 			t.Errorf("watcher %d got no events", i)
 		}
 	}
 	t.Logf("load: %d clients on %d sessions for %s: %d calls (%.1f/s), %d errors; call round trip p50 %s, p95 %s; %d SSE events to %d watchers",
-		loadClients, loadSessions, dur, len(lat), float64(len(lat))/dur.Seconds(), errs.Load(), p50, p95, watched, len(events))
+		loadClients, loadSessions, dur, len(r.lat), float64(len(r.lat))/dur.Seconds(), r.errs.Load(), p50, p95, watched, len(r.events))
 	t.Logf("with sessions open: %s", during)
-	t.Logf("at the end of the load: %s", peak)
+	t.Logf("at the end of the load: %s", r.peak)
 	t.Logf("after closing every session: %s", after)
-	for _, e := range firstErr {
+	for _, e := range r.firstErr {
 		t.Errorf("error: %s", e)
 	}
-	if errs.Load() != 0 {
-		t.Errorf("%d errors, want 0", errs.Load())
+	if r.errs.Load() != 0 {
+		t.Errorf("%d errors, want 0", r.errs.Load())
 	}
-	if len(lat) == 0 {
+	if len(r.lat) == 0 {
 		t.Errorf("no call completed")
 	}
 	if during.targets < before.targets+loadSessions {
