@@ -58,6 +58,8 @@ type envOpts struct {
 	db      string // a postgres:// DSN; "": SQLite in the data directory
 	data    string
 	timeout time.Duration
+	// displays are Config.Displays.
+	displays []string
 }
 
 func newEnv(t *testing.T, o envOpts, replies ...anthropictest.Reply) *env {
@@ -75,6 +77,7 @@ func newEnv(t *testing.T, o envOpts, replies ...anthropictest.Reply) *env {
 		},
 		ApprovalTimeout: o.timeout,
 		DB:              o.db,
+		Displays:        o.displays,
 	}
 	switch {
 	case integration() && !o.fake:

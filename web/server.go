@@ -81,6 +81,15 @@ type Config struct {
 	// configured from Getenv. image is the size of the screenshots the
 	// model is sent; tools are the session's application-side tools.
 	NewModel func(ctx context.Context, m session.ModelSpec, image screen.Size, tools []harness.ToolSpec) (harness.Model, error)
+	// Displays are the display backends (wiring.Backends) that agent and
+	// executor sessions may ask for; nil means chromium only. A desktop
+	// runs the command its client names (on the host, unless Sandboxes
+	// are containerd), and a vnc display makes the server connect where
+	// its client says, with the password of the server's environment
+	// variable it names, of which only SPOTTER_VNC_* ones are read: allow
+	// them for clients trusted that far. MCP's display (MCPConfig.Display)
+	// is the operator's and is not bound by this.
+	Displays []string
 	// NewDisplay opens a session's display; nil means the backend the
 	// session's spec names, through wiring.OpenDisplay (see Sandboxes).
 	NewDisplay func(ctx context.Context, d session.DisplaySpec) (session.Display, error)
@@ -268,6 +277,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	newDisplay := s.opener()
 	s.browser = newBrowserCheck(cmp.Or(cfg.BrowserCheck, DefaultBrowserCheck), probeBrowser(newDisplay))
 	newDisplay = s.checkedOpener(newDisplay)
+	sessionDisplay, err := allowedDisplays(cfg.Displays, newDisplay)
+	if err != nil {
+		return nil, err
+	}
 	mst := s.st
 	if cfg.Cluster.Advertise != "" {
 		if s.cluster, err = newCluster(s, cfg.Cluster); err != nil {
@@ -282,7 +295,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		NewModel: func(ctx context.Context, sp session.Spec, image screen.Size) (harness.Model, error) {
 			return newModel(ctx, sp.Model, image, sp.Tools)
 		},
-		NewDisplay:      newDisplay,
+		NewDisplay:      sessionDisplay,
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Rules:           cfg.Rules,
 		MaxSessions:     cfg.MaxSessions,
@@ -466,6 +479,36 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 		}
 		return d, nil
 	}
+}
+
+// SessionPasswordPrefix starts the name of every environment variable a
+// session's vnc display may read its password from.
+const SessionPasswordPrefix = "SPOTTER_VNC_"
+
+// allowedDisplays returns open, refusing the sessions whose display
+// backend is not one of allowed (nil: chromium only) and vnc passwords
+// from variables outside SessionPasswordPrefix, with ErrBadRequest.
+func allowedDisplays(allowed []string, open func(context.Context, session.Spec) (session.Display, error)) (func(context.Context, session.Spec) (session.Display, error), error) {
+	if allowed == nil {
+		allowed = []string{wiring.Chromium}
+	}
+	for _, b := range allowed {
+		if !slices.Contains(wiring.Backends, b) {
+			return nil, fmt.Errorf("web: Displays: %q is not a display backend (want %s)", b, strings.Join(wiring.Backends, ", "))
+		}
+	}
+	return func(ctx context.Context, sp session.Spec) (session.Display, error) {
+		b := cmp.Or(sp.Display.Backend, wiring.Chromium)
+		if !slices.Contains(allowed, b) {
+			return nil, fmt.Errorf("%w: display.backend %s is not enabled on this server (it allows %s; the operator enables others with spotter serve --displays)",
+				session.ErrBadRequest, b, strings.Join(allowed, ", "))
+		}
+		if pe := sp.Display.PasswordEnv; pe != "" && !strings.HasPrefix(pe, SessionPasswordPrefix) {
+			return nil, fmt.Errorf("%w: display.password_env %s: a session may read its VNC password only from a variable named %s...",
+				session.ErrBadRequest, pe, SessionPasswordPrefix)
+		}
+		return open(ctx, sp)
+	}, nil
 }
 
 // listening records an address Serve listens on.

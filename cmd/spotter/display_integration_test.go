@@ -299,7 +299,7 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	const token = "desktop-test-token-0123456789abcdef"
-	base := startServe(t, "--token", token)
+	base := startServe(t, "--token", token, "--displays", "chromium, desktop")
 	proof := filepath.Join(t.TempDir(), "proof.txt")
 
 	do := func(method, path string, body any) (*http.Response, error) {

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spotter-harness/spotter/approvals"
@@ -40,6 +41,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
 	mcpDisplay := fs.String("mcp-display", "chromium", "the MCP sessions' (at /mcp) display: "+displayHelp)
+	displays := fs.String("displays", "chromium", "the display backends sessions may ask for, comma-separated, of chromium, "+
+		"desktop, vnc, playwright: a desktop runs the command a client names (in its sandbox under --isolate containerd, "+
+		"on this host otherwise), a vnc display connects where a client says (passwords only from SPOTTER_VNC_* variables)")
 	timeout := fs.Duration("approval-timeout", 0, "how long an approval waits for a human before it counts as denied (default 5m)")
 	rulesFile := fs.String("rules", "", "the server's approval rules: a YAML file in the schema of package approvals "+
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
@@ -134,7 +138,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		Version: versionString(),
 		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules, Display: session.DisplayOf(mcpDisp)},
-		Cluster: cluster, MaxSessions: *maxSessions})
+		Cluster: cluster, MaxSessions: *maxSessions, Displays: splitList(*displays)})
 	if err != nil {
 		cancel()
 		ln.Close()
@@ -207,4 +211,15 @@ func advertised(adv string, ln net.Addr) (string, error) {
 	}
 	u.Path = ""
 	return u.String(), nil
+}
+
+// splitList splits a comma-separated flag, without spaces or empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
