@@ -273,7 +273,7 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 // URL, and points the URL and task's allowed hosts at the app. It returns
 // the URL to open and a func that stops the app, which the caller must call
 // when the test is done.
-func serveDemo(ctx context.Context, t Test, task *runner.Task) (startURL string, stop func(), err error) {
+func serveDemo(ctx context.Context, t Test, task *runner.Task) (string, func(), error) {
 	path, ok := strings.CutPrefix(task.StartURL, runner.DemoScheme)
 	if !ok || t.VNC != nil {
 		return task.StartURL, func() {}, nil
