@@ -223,7 +223,7 @@ func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Set
 		d.mu.Lock()
 		quietAt := d.damagedAt.Add(d.cfg.QuietWindow)
 		if d.inputAt.After(d.damagedAt) {
-			quietAt = d.inputAt.Add(d.cfg.ReactionTime)
+			quietAt = d.inputAt.Add(d.reactionTime())
 		}
 		changed, n, err := d.changed, d.updates-updates, d.err
 		d.mu.Unlock()

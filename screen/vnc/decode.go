@@ -24,6 +24,7 @@ const (
 	msgSetColourMapEntries = 1
 	msgBell                = 2
 	msgServerCutText       = 3
+	msgServerFence         = 248
 )
 
 // maxDirty is how many damaged rectangles an update keeps before it merges
@@ -80,6 +81,11 @@ type serverMsg struct {
 	typ     byte
 	dirty   []image.Rectangle // FramebufferUpdate: the pixels that changed
 	resized bool              // FramebufferUpdate: the framebuffer changed size
+	leds    byte              // FramebufferUpdate: the LED state sent, if hasLEDs
+	hasLEDs bool
+
+	fenceFlags   uint32 // ServerFence
+	fencePayload []byte // ServerFence
 }
 
 // next reads one server message and applies it. An error leaves the
@@ -100,6 +106,17 @@ func (d *decoder) next() (serverMsg, error) {
 			err = d.skip(6 * int64(binary.BigEndian.Uint16(b[3:])))
 		}
 	case msgBell:
+	case msgServerFence:
+		var b [8]byte
+		if _, err = io.ReadFull(d.r, b[:]); err == nil {
+			m.fenceFlags = binary.BigEndian.Uint32(b[3:])
+			if n := int(b[7]); n > maxFencePayload {
+				err = fmt.Errorf("fence payload of %d bytes, more than %d", n, maxFencePayload)
+			} else {
+				m.fencePayload = make([]byte, n)
+				_, err = io.ReadFull(d.r, m.fencePayload)
+			}
+		}
 	case msgServerCutText:
 		var b [7]byte
 		if _, err = io.ReadFull(d.r, b[:]); err == nil {
@@ -157,6 +174,9 @@ func (d *decoder) update(m *serverMsg) error {
 			// The shape of the pointer, which the client does not draw:
 			// pixels, then a bitmask with rows padded to whole bytes.
 			err = d.skip(int64(w)*int64(ht)*4 + int64((w+7)/8)*int64(ht))
+		case encLEDState:
+			m.leds, err = d.r.ReadByte()
+			m.hasLEDs = err == nil
 		case Raw, CopyRect, ZRLE:
 			if !inside(r, d.fb.Rect) {
 				return fmt.Errorf("rectangle %d %v lies outside the %dx%d framebuffer", i, r, d.fb.Rect.Dx(), d.fb.Rect.Dy())

@@ -195,6 +195,18 @@ func TestDecodeMessages(t *testing.T) {
 			size: image.Pt(80, 60),
 		},
 		{
+			name: "LED state",
+			msgs: [][]byte{updateMsg(append(rectHeader(image.Rectangle{}, encLEDState), ledNumLock|ledCapsLock))},
+			want: []serverMsg{{typ: msgFramebufferUpdate, leds: ledNumLock | ledCapsLock, hasLEDs: true}},
+			size: image.Pt(80, 60),
+		},
+		{
+			name: "fence",
+			msgs: [][]byte{fenceMsg(fenceRequest|fenceBlockBefore, []byte{1, 2, 3})},
+			want: []serverMsg{{typ: msgServerFence, fenceFlags: fenceRequest | fenceBlockBefore, fencePayload: []byte{1, 2, 3}}},
+			size: image.Pt(80, 60),
+		},
+		{
 			name: "desktop size",
 			msgs: [][]byte{updateMsg(desktopSizeMsg(100, 30))},
 			want: []serverMsg{{typ: msgFramebufferUpdate, resized: true, dirty: []image.Rectangle{image.Rect(0, 0, 100, 30)}}},

@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
 	"io"
+	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,8 +27,9 @@ var ErrAuth = errors.New("vnc authentication failed")
 const (
 	DefaultSettleTimeout = 3 * time.Second
 	DefaultQuietWindow   = 50 * time.Millisecond
-	DefaultReactionTime  = 150 * time.Millisecond
+	DefaultReactionTime  = 300 * time.Millisecond
 	DefaultTimeout       = 10 * time.Second
+	DefaultWheelStep     = 120
 )
 
 // Config configures a Display. Each zero field is a documented default.
@@ -49,13 +53,23 @@ type Config struct {
 	// QuietWindow is how long the screen must go without an update to
 	// count as settled; 0 means DefaultQuietWindow.
 	QuietWindow time.Duration
-	// ReactionTime is how long after an input a capture waits for the
-	// screen to start changing; an input whose effects have not begun by
-	// then is taken to have none. 0 means DefaultReactionTime.
+	// ReactionTime is how long after an input a capture waits at least
+	// for the screen to start changing; an input whose effects have not
+	// begun by then, or by twice the longest of the desktop's latest
+	// reactions to input if that is longer (a loaded machine reacts
+	// late), is taken to have none. 0 means DefaultReactionTime.
 	ReactionTime time.Duration
-	// Timeout bounds the handshake (unless ctx ends sooner) and the
-	// writing of each message; 0 means DefaultTimeout.
+	// Timeout bounds the handshake (unless ctx ends sooner), the writing
+	// of each message and the wait for the server to confirm that it has
+	// handled input; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// WheelStep is how far, in screen pixels, one step of the mouse wheel
+	// scrolls the desktop's applications: a Scroll by a distance is sent
+	// as that distance divided by WheelStep wheel steps, rounded (at
+	// least one). 0 means DefaultWheelStep, the 120 px that Chromium on X
+	// scrolls per step; GTK applications scroll less (about the cube root
+	// of the page height, squared), xterm a few lines.
+	WheelStep float64
 }
 
 func (c Config) withDefaults(network, addr string) Config {
@@ -69,6 +83,7 @@ func (c Config) withDefaults(network, addr string) Config {
 	c.QuietWindow = cmp.Or(c.QuietWindow, DefaultQuietWindow)
 	c.ReactionTime = cmp.Or(c.ReactionTime, DefaultReactionTime)
 	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.WheelStep = cmp.Or(c.WheelStep, DefaultWheelStep)
 	return c
 }
 
@@ -80,6 +95,9 @@ func (c Config) validate() error {
 	}
 	if c.SettleTimeout < 0 || c.QuietWindow < 0 || c.ReactionTime < 0 || c.Timeout < 0 {
 		return errors.New("negative timeout")
+	}
+	if !(c.WheelStep > 0) || math.IsInf(c.WheelStep, 0) {
+		return fmt.Errorf("wheel step %g: want a positive number of pixels", c.WheelStep)
 	}
 	return nil
 }
@@ -128,13 +146,21 @@ type Display struct {
 
 	mu        sync.Mutex // guards the fields below
 	live      *image.RGBA
-	gen       int           // changes of the live image
-	updates   int           // framebuffer updates that changed pixels, after the first
-	damagedAt time.Time     // when the latest of them arrived
-	inputAt   time.Time     // when the latest input was sent
-	changed   chan struct{} // closed and replaced at every update
-	events    []string      // things to tell the model at the next capture
-	err       error         // why the display is gone; nil while it works
+	gen       int       // changes of the live image
+	updates   int       // framebuffer updates that changed pixels, after the first
+	damagedAt time.Time // when the latest of them arrived
+	inputAt   time.Time // when the server had handled the latest input
+	// reactions are how long the desktop took to change after the
+	// latest inputs that changed it (a ring of the latest ones).
+	reactions  [8]time.Duration
+	nreactions int
+	changed    chan struct{} // closed and replaced at every update
+	events     []string      // things to tell the model at the next capture
+	err        error         // why the display is gone; nil while it works
+	leds       int           // the lock keys' LED state the server sent, or -1
+	fences     bool          // the server does fences (it sent one)
+	fenceSent  uint32        // the latest fence this client sent
+	fenceDone  uint32        // the latest fence the server answered
 
 	ready     chan struct{} // closed when the first update has arrived
 	readyOnce sync.Once
@@ -212,7 +238,7 @@ func newDisplay(ctx context.Context, conn net.Conn, cfg Config) (*Display, error
 	}
 	var b []byte
 	b = appendSetPixelFormat(b, clientFormat)
-	b = appendSetEncodings(b, append(cfg.Encodings[:len(cfg.Encodings):len(cfg.Encodings)], encDesktopSize, encCursor))
+	b = appendSetEncodings(b, encodings(cfg))
 	b = appendUpdateRequest(b, false, 0, 0, si.W, si.H)
 	if _, err := conn.Write(b); err != nil {
 		return fail(fmt.Errorf("send setup: %w", err))
@@ -233,6 +259,7 @@ func newDisplay(ctx context.Context, conn net.Conn, cfg Config) (*Display, error
 		changed: make(chan struct{}),
 		ready:   make(chan struct{}),
 		dead:    make(chan struct{}),
+		leds:    -1,
 	}
 	d.wg.Go(d.readLoop)
 
@@ -240,7 +267,11 @@ func newDisplay(ctx context.Context, conn net.Conn, cfg Config) (*Display, error
 	defer t.Stop()
 	select {
 	case <-d.ready:
-		return d, nil
+		if err = d.start(ctx); err == nil {
+			return d, nil
+		}
+		d.Close()
+		return nil, err
 	case <-d.dead:
 		err = d.gone()
 	case <-ctx.Done():
@@ -264,6 +295,12 @@ func (d *Display) readLoop() {
 			d.fail(readError(err))
 			return
 		}
+		if m.typ == msgServerFence {
+			if d.fence(m) != nil {
+				return
+			}
+			continue
+		}
 		if m.typ != msgFramebufferUpdate {
 			continue
 		}
@@ -285,8 +322,12 @@ func (d *Display) commit(m serverMsg) {
 	fb := d.dec.fb
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// The display is ready at the first update with pixels: a server may
+	// send pseudo-encodings (the cursor's shape, the LED state) first.
 	first := false
-	d.readyOnce.Do(func() { first = true; close(d.ready) })
+	if len(m.dirty) > 0 {
+		d.readyOnce.Do(func() { first = true; close(d.ready) })
+	}
 	if d.live.Rect != fb.Rect {
 		d.live = image.NewRGBA(fb.Rect)
 		copyPixels(d.live, fb, fb.Rect, image.Point{})
@@ -296,13 +337,29 @@ func (d *Display) commit(m serverMsg) {
 			copyPixels(d.live, fb, r, r.Min)
 		}
 	}
+	if m.hasLEDs {
+		d.leds = int(m.leds)
+	}
 	if len(m.dirty) > 0 {
 		d.gen++
 		if !first {
+			now := time.Now()
+			if d.inputAt.After(d.damagedAt) {
+				// The first change since the latest input: how long
+				// the desktop took to react to it.
+				d.reactions[d.nreactions%len(d.reactions)] = now.Sub(d.inputAt)
+				d.nreactions++
+			}
 			d.updates++
-			d.damagedAt = time.Now()
+			d.damagedAt = now
 		}
 	}
+	d.wakeLocked()
+}
+
+// wakeLocked wakes everyone waiting for a change of the display's state.
+// d.mu must be held.
+func (d *Display) wakeLocked() {
 	close(d.changed)
 	d.changed = make(chan struct{})
 }
@@ -390,4 +447,165 @@ func (d *Display) markInput() {
 	d.mu.Lock()
 	d.inputAt = time.Now()
 	d.mu.Unlock()
+}
+
+// encodings returns the encodings and pseudo-encodings a Display declares:
+// cfg's encodings, DesktopSize, Cursor (so that the server leaves the
+// pointer out of the pixels), Fence and LEDState.
+func encodings(cfg Config) []Encoding {
+	return append(slices.Clip(cfg.Encodings), encDesktopSize, encCursor, encFence, encLEDState)
+}
+
+// X keysyms of the lock keys.
+const (
+	keysymNumLock  = 0xff7f
+	keysymCapsLock = 0xffe5
+)
+
+// start makes the desktop ready for a model's input, once the first
+// update has arrived.
+//
+// It puts the pointer at the centre of the screen, where X servers start
+// it: an RFB server draws the pointer into the pixels of a client that
+// draws it itself (Cursor pseudo-encoding) until that client has put it
+// somewhere, and again a second after something else moved it
+// (TigerVNC's rule), so that captures never show the pointer only once
+// this client owns it.
+//
+// If the server tells the lock keys' state (LEDState), it turns NumLock
+// on and CapsLock off (see appendLocks): otherwise the first keypad key
+// would reach the application after a NumLock key press that no action
+// asked for.
+//
+// It waits until the server has handled all of that (a fence), so that
+// the first capture waits for its effects.
+func (d *Display) start(ctx context.Context) error {
+	d.op.Lock()
+	defer d.op.Unlock()
+	d.mu.Lock()
+	centre := image.Pt(d.live.Rect.Dx()/2, d.live.Rect.Dy()/2)
+	d.mu.Unlock()
+	err := d.send(func(b []byte) []byte {
+		return d.appendLocks(d.appendMove(b, centre), true)
+	})
+	if err != nil {
+		return fmt.Errorf("take the pointer and lock keys: %w", err)
+	}
+	if _, err := d.sync(ctx); err != nil {
+		return fmt.Errorf("take the pointer and lock keys: %w", err)
+	}
+	d.markInput()
+	return nil
+}
+
+// fence handles a Fence message from the server: it answers a request at
+// once (the reader handles messages in order, which is what every flag
+// but SyncNext asks for), and notes the answer to one of this client's.
+func (d *Display) fence(m serverMsg) error {
+	if m.fenceFlags&fenceRequest != 0 {
+		d.mu.Lock()
+		d.fences = true
+		d.mu.Unlock()
+		return d.send(func(b []byte) []byte {
+			return appendFence(b, m.fenceFlags&(fenceBlockBefore|fenceBlockAfter), m.fencePayload)
+		})
+	}
+	if len(m.fencePayload) != 4 {
+		return nil // not one of this client's
+	}
+	id := binary.BigEndian.Uint32(m.fencePayload)
+	d.mu.Lock()
+	if int32(id-d.fenceDone) > 0 {
+		d.fenceDone = id
+	}
+	d.wakeLocked()
+	d.mu.Unlock()
+	return nil
+}
+
+// sync waits until the server has handled every message sent before it,
+// input included (X has then queued the input's events, with their
+// times): it sends a Fence request and waits for the answer, at most
+// Config.Timeout. It reports false, at once, if the server does not do
+// fences.
+func (d *Display) sync(ctx context.Context) (bool, error) {
+	d.mu.Lock()
+	ok := d.fences
+	d.fenceSent++
+	id := d.fenceSent
+	d.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	payload := binary.BigEndian.AppendUint32(nil, id)
+	if err := d.send(func(b []byte) []byte { return appendFence(b, fenceRequest|fenceBlockBefore, payload) }); err != nil {
+		return false, err
+	}
+	t := time.NewTimer(d.cfg.Timeout)
+	defer t.Stop()
+	for {
+		d.mu.Lock()
+		done, changed, err := int32(id-d.fenceDone) <= 0, d.changed, d.err
+		d.mu.Unlock()
+		switch {
+		case err != nil:
+			return false, err
+		case done:
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case <-t.C:
+			return false, fmt.Errorf("the VNC server did not confirm the input within %v", d.cfg.Timeout)
+		case <-changed:
+		case <-d.dead:
+		}
+	}
+}
+
+// appendLocks appends the key presses that put the lock keys in the state
+// the client types in, if the server tells their state (LEDState): CapsLock
+// off, so that letters come out as sent, and, if keypad, NumLock on, so
+// that the keypad's digit keys type digits. A client that declares
+// LEDState gets none of the server's own lock-key guesses (TigerVNC's
+// Xvnc otherwise toggles NumLock or CapsLock around a key when it thinks
+// them out of step with the client's keyboard), so it keeps them in step
+// itself. A lock key that an action presses stays as the action left it
+// until the next action that types.
+func (d *Display) appendLocks(b []byte, keypad bool) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.leds < 0 {
+		return b
+	}
+	toggle := func(sym uint32, led int) {
+		b = appendKeyEvent(b, true, sym)
+		b = appendKeyEvent(b, false, sym)
+		d.leds ^= led // until the server tells the new state
+	}
+	if d.leds&ledCapsLock != 0 {
+		toggle(keysymCapsLock, ledCapsLock)
+	}
+	if keypad && d.leds&ledNumLock == 0 {
+		toggle(keysymNumLock, ledNumLock)
+	}
+	return b
+}
+
+// maxReactionWait bounds what the desktop's latest reactions add to the
+// wait for a reaction: a change that came a second after an input was
+// likely not its effect (a clock ticking, a window of its own accord).
+const maxReactionWait = time.Second
+
+// reactionTime returns how long a capture waits for the screen to react to
+// an input: Config.ReactionTime, or twice the longest of the latest
+// reactions if that is longer (at most maxReactionWait). d.mu must be
+// held.
+func (d *Display) reactionTime() time.Duration {
+	wait := d.cfg.ReactionTime
+	for _, r := range d.reactions {
+		wait = max(wait, min(2*r, maxReactionWait))
+	}
+	return wait
 }

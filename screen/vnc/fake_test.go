@@ -26,6 +26,13 @@ type fakeOptions struct {
 	refuse   string // if set, refuse the connection with this reason
 	size     image.Point
 	fill     color.RGBA // the initial screen
+	// fences makes the server do fences, as TigerVNC does: it sends a
+	// fence request once the client declares Fence, and answers the
+	// client's.
+	fences bool
+	// leds, if not nil, is the LED state the server sends a client that
+	// declares LEDState.
+	leds *int
 }
 
 // fakeServer serves one client on one end of a net.Pipe. It answers a
@@ -57,6 +64,8 @@ type clientMsg struct {
 	Keysym      uint32          // KeyEvent
 	Buttons     uint8           // PointerEvent
 	At          image.Point     // PointerEvent
+	Flags       uint32          // ClientFence
+	Payload     []byte          // ClientFence
 }
 
 func (m clientMsg) String() string {
@@ -70,6 +79,10 @@ func (m clientMsg) String() string {
 		return fmt.Sprintf("pointer %08b at %v", m.Buttons, m.At)
 	case msgFramebufferUpdateRequest:
 		return fmt.Sprintf("update request incremental=%v %v", m.Incremental, m.Rect)
+	case msgClientFence:
+		return fmt.Sprintf("fence %#x %x", m.Flags, m.Payload)
+	case msgSetEncodings:
+		return fmt.Sprintf("encodings %v", m.Encodings)
 	}
 	return fmt.Sprintf("message %d", m.Type)
 }
@@ -204,6 +217,15 @@ func (f *fakeServer) run() error {
 		f.msgs = append(f.msgs, m)
 		img := f.img
 		f.mu.Unlock()
+		if m.Type == msgSetEncodings && o.fences && slices.Contains(m.Encodings, encFence) {
+			f.replies <- fenceMsg(fenceRequest|fenceBlockBefore, []byte{0})
+		}
+		if m.Type == msgSetEncodings && o.leds != nil && slices.Contains(m.Encodings, encLEDState) {
+			f.replies <- updateMsg(append(rectHeader(image.Rectangle{}, encLEDState), byte(*o.leds)))
+		}
+		if m.Type == msgClientFence && m.Flags&fenceRequest != 0 {
+			f.replies <- fenceMsg(m.Flags&fenceBlockBefore, m.Payload)
+		}
 		if m.Type == msgFramebufferUpdateRequest && !m.Incremental {
 			// Answer from another goroutine: a net.Pipe has no buffer,
 			// and the client may be writing its next message while this
@@ -263,6 +285,10 @@ func readClientMsg(r *bufio.Reader) (clientMsg, error) {
 		b := read(5)
 		m.Buttons = b[0]
 		m.At = image.Pt(int(binary.BigEndian.Uint16(b[1:])), int(binary.BigEndian.Uint16(b[3:])))
+	case msgClientFence:
+		b := read(8)
+		m.Flags = binary.BigEndian.Uint32(b[3:])
+		m.Payload = read(int(b[7]))
 	default:
 		return m, fmt.Errorf("unexpected client message type %d", typ)
 	}
@@ -296,11 +322,17 @@ func (f *fakeServer) messages(requests bool) []clientMsg {
 
 // input returns the key and pointer events read so far, and forgets them.
 func (f *fakeServer) input() []clientMsg {
+	return f.take(msgKeyEvent, msgPointerEvent)
+}
+
+// take returns the messages of the given types read so far, and forgets
+// all messages.
+func (f *fakeServer) take(types ...byte) []clientMsg {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var ms []clientMsg
 	for _, m := range f.msgs {
-		if m.Type == msgKeyEvent || m.Type == msgPointerEvent {
+		if slices.Contains(types, m.Type) {
 			ms = append(ms, m)
 		}
 	}
@@ -511,4 +543,10 @@ func appendTile(b []byte, img *image.RGBA, t image.Rectangle, mode int) []byte {
 		b = append(b, cpixel(c)...)
 	}
 	return b
+}
+
+// fenceMsg is a ServerFence message.
+func fenceMsg(flags uint32, payload []byte) []byte {
+	b := append([]byte{msgServerFence, 0, 0, 0}, binary.BigEndian.AppendUint32(nil, flags)...)
+	return append(append(b, byte(len(payload))), payload...)
 }

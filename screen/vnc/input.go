@@ -13,13 +13,6 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 )
 
-// PixelsPerWheelStep is the scroll distance of one wheel step: a Scroll's
-// deltas, in screen pixels, are sent as round(delta / PixelsPerWheelStep)
-// presses of wheel buttons 4 to 7 (at least one for a non-zero delta). It
-// is the 53 px that Chromium and GTK on Linux scroll per wheel notch, the
-// same constant the Anthropic adapter uses for scroll_amount.
-const PixelsPerWheelStep = 53
-
 // maxWheelSteps bounds the wheel steps of one Scroll along each axis.
 const maxWheelSteps = 200
 
@@ -35,8 +28,9 @@ const (
 )
 
 // Perform runs one mapped action; its coordinates are screen pixels. It
-// returns once the input has been written to the server, not when the
-// screen has settled (Capture waits for that). Modifier keys of a pointer
+// returns once the server has handled the input (when it does fences, as
+// TigerVNC does; otherwise once the input has been written to it), not
+// when the screen has settled (Capture waits for that). Modifier keys of a pointer
 // action are held around it, and every key and button an action presses
 // is released before it returns, unless the action is a MouseDown.
 //
@@ -58,7 +52,11 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	err := d.perform(ctx, m.Action)
 	if err == nil || !errors.Is(err, actions.ErrInvalid) && !errors.Is(err, screen.ErrUnsupported) && !errors.Is(err, screen.ErrOutOfBounds) {
 		// Input went out (actions are checked whole before any of
-		// it is sent): the next capture waits for its effects.
+		// it is sent): the next capture waits for its effects, from
+		// when the server has handled it.
+		if _, serr := d.sync(ctx); err == nil {
+			err = serr
+		}
 		d.markInput()
 	}
 	if err != nil {
@@ -71,8 +69,11 @@ func (d *Display) perform(ctx context.Context, a actions.Action) error {
 	switch a.Kind {
 	case actions.Click, actions.DoubleClick, actions.TripleClick,
 		actions.MouseDown, actions.MouseUp, actions.Move, actions.Drag, actions.Scroll:
-		return d.pointerAction(a)
+		return d.pointerAction(ctx, a)
 	case actions.Type:
+		if err := d.send(func(b []byte) []byte { return d.appendLocks(b, false) }); err != nil {
+			return err
+		}
 		return d.withModifiers(a.Modifiers, func(shift bool) error {
 			return d.typeText(a.Text, shift)
 		})
@@ -119,8 +120,46 @@ func (d *Display) pixel(p actions.Point) (image.Point, error) {
 	return image.Pt(min(int(math.Floor(p.X)), s.W-1), min(int(math.Floor(p.Y)), s.H-1)), nil
 }
 
+// Pacing of multiple clicks and drags. X stamps each input event with the
+// server's time in milliseconds, and applications read multiple clicks and
+// motion from those times:
+//
+//   - Chromium counts a press as the next click of a double or triple click
+//     only if its time differs from the previous press's (and is within 500
+//     ms); presses handled in the same millisecond are separate clicks. So
+//     the clicks of a multiple click go out clickGap apart, each after the
+//     server confirmed the previous one (a fence), which puts them in
+//     distinct milliseconds even when the server reads them late, and
+//     still within Xt's 200 ms multi-click time.
+//   - Chromium and GTK merge the motion events that are queued together
+//     (Chromium into one mousemove per frame). So a drag stops at every
+//     point of its path for dragDwell, a few frames, once the server has
+//     handled the moves that lead there: the application sees the pointer
+//     at each point the action named. The interpolated moves between them
+//     go out together, for applications that follow every motion event.
+const (
+	clickGap  = 20 * time.Millisecond
+	dragDwell = 50 * time.Millisecond
+)
+
+// pause waits until the server has handled the input sent so far, then
+// for d more.
+func (d *Display) pause(ctx context.Context, wait time.Duration) error {
+	if _, err := d.sync(ctx); err != nil {
+		return err
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
 // pointerAction performs a mouse action with a.Modifiers held.
-func (d *Display) pointerAction(a actions.Action) error {
+func (d *Display) pointerAction(ctx context.Context, a actions.Action) error {
 	var bit uint8
 	switch a.Kind {
 	case actions.Click, actions.DoubleClick, actions.TripleClick, actions.MouseDown, actions.MouseUp, actions.Drag:
@@ -136,23 +175,27 @@ func (d *Display) pointerAction(a actions.Action) error {
 			return err
 		}
 	}
-	var path []image.Point
+	var path [][]image.Point
 	if a.Kind == actions.Drag {
 		if len(a.Path) < 2 {
 			return fmt.Errorf("%w: a drag needs at least two points, got %d", actions.ErrInvalid, len(a.Path))
 		}
-		for _, p := range dragPoints(a.Path) {
-			px, err := d.pixel(p)
-			if err != nil {
-				return err
+		for _, seg := range dragPoints(a.Path) {
+			var pxs []image.Point
+			for _, p := range seg {
+				px, err := d.pixel(p)
+				if err != nil {
+					return err
+				}
+				pxs = append(pxs, px)
 			}
-			path = append(path, px)
+			path = append(path, pxs)
 		}
 	}
 	var wheel []uint8
 	if a.Kind == actions.Scroll {
 		var err error
-		if wheel, err = wheelSteps(a.DeltaX, a.DeltaY); err != nil {
+		if wheel, err = wheelSteps(a.DeltaX, a.DeltaY, d.cfg.WheelStep); err != nil {
 			return err
 		}
 	}
@@ -160,17 +203,23 @@ func (d *Display) pointerAction(a actions.Action) error {
 		switch a.Kind {
 		case actions.Click, actions.DoubleClick, actions.TripleClick:
 			n := map[actions.Kind]int{actions.Click: 1, actions.DoubleClick: 2, actions.TripleClick: 3}[a.Kind]
-			// All the presses go out at once, far within any double-click
-			// time (X toolkits use 250-500 ms).
-			return d.send(func(b []byte) []byte {
-				b = d.appendMove(b, at)
-				for range n {
-					b = appendPointerEvent(b, d.buttons|bit, at.X, at.Y)
-					b = appendPointerEvent(b, d.buttons&^bit, at.X, at.Y)
+			for i := range n {
+				if i > 0 {
+					if err := d.pause(ctx, clickGap); err != nil {
+						return err
+					}
 				}
-				d.buttons &^= bit
-				return b
-			})
+				err := d.send(func(b []byte) []byte {
+					b = d.appendMove(b, at)
+					b = appendPointerEvent(b, d.buttons|bit, at.X, at.Y)
+					d.buttons &^= bit
+					return appendPointerEvent(b, d.buttons, at.X, at.Y)
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
 		case actions.MouseDown:
 			return d.send(func(b []byte) []byte {
 				b = d.appendMove(b, at)
@@ -195,7 +244,7 @@ func (d *Display) pointerAction(a actions.Action) error {
 				return b
 			})
 		case actions.Drag:
-			return d.drag(path, bit)
+			return d.drag(ctx, path, bit)
 		}
 		return screen.ErrUnsupported
 	})
@@ -211,9 +260,9 @@ func (d *Display) appendMove(b []byte, p image.Point) []byte {
 	return appendPointerEvent(b, d.buttons, p.X, p.Y)
 }
 
-// wheelSteps returns the wheel buttons to press, one per step: vertical
-// steps first, then horizontal ones.
-func wheelSteps(dx, dy float64) ([]uint8, error) {
+// wheelSteps returns the wheel buttons to press, one per step of step
+// pixels: vertical steps first, then horizontal ones.
+func wheelSteps(dx, dy, step float64) ([]uint8, error) {
 	if !finite(dx, dy) {
 		return nil, fmt.Errorf("%w: scroll by (%g,%g)", actions.ErrInvalid, dx, dy)
 	}
@@ -225,7 +274,7 @@ func wheelSteps(dx, dy float64) ([]uint8, error) {
 		if axis.delta == 0 {
 			continue
 		}
-		n := max(1, round(math.Abs(axis.delta)/PixelsPerWheelStep))
+		n := max(1, round(math.Abs(axis.delta)/step))
 		if n > maxWheelSteps {
 			return nil, fmt.Errorf("%w: a scroll of %g px is %d wheel steps, more than %d", actions.ErrInvalid, axis.delta, n, maxWheelSteps)
 		}
@@ -247,11 +296,13 @@ const (
 	dragMaxSteps = 25
 )
 
-// dragPoints returns path[0] and then the points a drag moves through:
-// every path point, with intermediate points on long segments.
-func dragPoints(path []actions.Point) []actions.Point {
-	pts := []actions.Point{path[0]}
+// dragPoints returns the points a drag moves through: {path[0]}, then for
+// each further path point the intermediate points on the way to it (on
+// long segments) and the point itself.
+func dragPoints(path []actions.Point) [][]actions.Point {
+	segs := [][]actions.Point{{path[0]}}
 	for i := 1; i < len(path); i++ {
+		var pts []actions.Point
 		from, to := path[i-1], path[i]
 		dist := math.Hypot(to.X-from.X, to.Y-from.Y)
 		n := min(max(int(math.Ceil(dist/dragStep)), 1), dragMaxSteps)
@@ -262,27 +313,49 @@ func dragPoints(path []actions.Point) []actions.Point {
 			f := float64(s) / float64(n)
 			pts = append(pts, actions.Pt(from.X+(to.X-from.X)*f, from.Y+(to.Y-from.Y)*f))
 		}
-		pts = append(pts, to)
+		segs = append(segs, append(pts, to))
 	}
-	return pts
+	return segs
 }
 
-// drag presses at path[0], moves through the path and releases at its end.
-// If the connection fails on the way, the button stays down on the server,
-// which then has no client to release it for.
-func (d *Display) drag(path []image.Point, bit uint8) error {
-	return d.send(func(b []byte) []byte {
-		b = d.appendMove(b, path[0])
+// drag presses at segs[0][0], moves through the segments, stopping at the
+// end of each (see dragDwell), and releases at the end of the last. It
+// releases the button also when ctx ends on the way. If the connection
+// fails on the way, the button stays down on the server, which then has no
+// client to release it for.
+func (d *Display) drag(ctx context.Context, segs [][]image.Point, bit uint8) error {
+	start := segs[0][0]
+	err := d.send(func(b []byte) []byte {
+		b = d.appendMove(b, start)
 		d.buttons |= bit
-		b = appendPointerEvent(b, d.buttons, path[0].X, path[0].Y)
-		for _, p := range path[1:] {
-			d.pointer = p
-			b = appendPointerEvent(b, d.buttons, p.X, p.Y)
-		}
-		d.buttons &^= bit
-		last := path[len(path)-1]
-		return appendPointerEvent(b, d.buttons, last.X, last.Y)
+		return appendPointerEvent(b, d.buttons, start.X, start.Y)
 	})
+	if err != nil {
+		return err
+	}
+	for _, seg := range segs[1:] {
+		if err = d.pause(ctx, dragDwell); err != nil {
+			break
+		}
+		err = d.send(func(b []byte) []byte {
+			for _, p := range seg {
+				d.pointer = p
+				b = appendPointerEvent(b, d.buttons, p.X, p.Y)
+			}
+			return b
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err == nil {
+		err = d.pause(ctx, dragDwell)
+	}
+	rerr := d.send(func(b []byte) []byte {
+		d.buttons &^= bit
+		return appendPointerEvent(b, d.buttons, d.pointer.X, d.pointer.Y)
+	})
+	return errors.Join(err, rerr)
 }
 
 // keysym returns the X keysym of a canonical key.
@@ -378,6 +451,17 @@ func (d *Display) chord(ctx context.Context, c actions.Chord, hold time.Duration
 			info = shifted(info)
 		}
 		syms = append(syms, info.Keysym)
+	}
+	// Keep the lock keys in step, unless the chord presses one.
+	locks, keypad := true, false
+	for _, s := range syms {
+		locks = locks && s != keysymNumLock && s != keysymCapsLock
+		keypad = keypad || s >= 0xffb0 && s <= 0xffb9 || s == 0xffac || s == 0xffae // KP_0..KP_9, KP_Separator, KP_Decimal
+	}
+	if locks {
+		if err := d.send(func(b []byte) []byte { return d.appendLocks(b, keypad) }); err != nil {
+			return err
+		}
 	}
 	return d.holdKeys(ctx, syms, hold, nil)
 }

@@ -32,6 +32,8 @@ const (
 const (
 	encDesktopSize Encoding = -223 // the framebuffer may change size
 	encCursor      Encoding = -239 // the client draws the cursor itself, so it is not in the pixels
+	encLEDState    Encoding = -261 // the server tells the state of the lock keys' LEDs
+	encFence       Encoding = -312 // the client and server answer Fence messages
 )
 
 func (e Encoding) String() string {
@@ -46,6 +48,10 @@ func (e Encoding) String() string {
 		return "DesktopSize"
 	case encCursor:
 		return "Cursor"
+	case encLEDState:
+		return "LEDState"
+	case encFence:
+		return "Fence"
 	}
 	return fmt.Sprintf("encoding(%d)", int32(e))
 }
@@ -76,6 +82,28 @@ const (
 	msgFramebufferUpdateRequest = 3
 	msgKeyEvent                 = 4
 	msgPointerEvent             = 5
+	msgClientFence              = 248
+)
+
+// Fence flags (the Fence extension of the RFB community specification,
+// which TigerVNC implements): a fence with fenceRequest set asks the peer
+// to answer with the same payload; fenceBlockBefore asks it to handle
+// every message sent before the fence first.
+const (
+	fenceBlockBefore = 1 << 0
+	fenceBlockAfter  = 1 << 1
+	fenceSyncNext    = 1 << 2
+	fenceRequest     = 1 << 31
+)
+
+// maxFencePayload is the longest payload a Fence message may carry.
+const maxFencePayload = 64
+
+// LED state bits of the LEDState pseudo-encoding.
+const (
+	ledScrollLock = 1 << 0
+	ledNumLock    = 1 << 1
+	ledCapsLock   = 1 << 2
 )
 
 // Limits on what a server may send, so that a hostile or broken server gets
@@ -380,6 +408,13 @@ func appendUpdateRequest(b []byte, incremental bool, x, y, w, h int) []byte {
 func appendKeyEvent(b []byte, down bool, keysym uint32) []byte {
 	b = append(b, msgKeyEvent, boolByte(down), 0, 0)
 	return binary.BigEndian.AppendUint32(b, keysym)
+}
+
+func appendFence(b []byte, flags uint32, payload []byte) []byte {
+	b = append(b, msgClientFence, 0, 0, 0)
+	b = binary.BigEndian.AppendUint32(b, flags)
+	b = append(b, byte(len(payload)))
+	return append(b, payload...)
 }
 
 func appendPointerEvent(b []byte, buttons uint8, x, y int) []byte {
