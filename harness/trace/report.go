@@ -66,7 +66,7 @@ func WriteReport(dir string) (string, error) {
 	if err := reportTmpl.Execute(&buf, r); err != nil {
 		return "", fmt.Errorf("write report: render: %w", err)
 	}
-	if err := writeFileAtomic(dir, ReportFile, buf.Bytes()); err != nil {
+	if err := writeFileAtomic(dir, ReportFile, buf.Bytes(), true); err != nil {
 		return "", fmt.Errorf("write report: %w", err)
 	}
 	return filepath.Join(dir, ReportFile), nil

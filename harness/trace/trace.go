@@ -179,6 +179,10 @@ type Writer struct {
 	seq    int       // the highest Seq written
 	err    error     // the first failed write; no write follows it
 	closed bool
+	// deferSync, set by DeferShotSync, leaves the sync of screenshot
+	// files to SyncShots; unsynced holds their paths until then.
+	deferSync bool
+	unsynced  []string
 }
 
 // Create makes dir (and its parents) with an empty events.jsonl and a shots
@@ -255,10 +259,60 @@ func (w *Writer) WriteShot(s screen.Shot) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(w.dir, ShotsDir)
-	if err := writeFileAtomic(dir, name, s.Data); err != nil {
+	w.mu.Lock()
+	deferSync := w.deferSync
+	w.mu.Unlock()
+	if err := writeFileAtomic(dir, name, s.Data, !deferSync); err != nil {
 		return "", fmt.Errorf("write screenshot %s: %w", name, err)
 	}
+	if deferSync {
+		w.mu.Lock()
+		w.unsynced = append(w.unsynced, filepath.Join(dir, name))
+		w.mu.Unlock()
+	}
 	return path.Join(ShotsDir, name), nil
+}
+
+// DeferShotSync makes later WriteShots return before their file is synced
+// to disk: SyncShots (or Close) syncs them. A caller that must not
+// acknowledge a screenshot before it is on disk calls SyncShots first,
+// and can do so while it waits for other writes (a database commit) to
+// reach the disk. Until then, a crash of the machine (not of the process)
+// may leave the file empty or lose it.
+func (w *Writer) DeferShotSync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deferSync = true
+}
+
+// SyncShots syncs the screenshot files written since DeferShotSync and
+// not yet synced, and the directory that names them, to disk.
+func (w *Writer) SyncShots() error {
+	w.mu.Lock()
+	files := w.unsynced
+	w.unsynced = nil
+	w.mu.Unlock()
+	if len(files) == 0 {
+		return nil
+	}
+	var err error
+	for _, f := range files {
+		err = errors.Join(err, syncFile(f))
+	}
+	err = errors.Join(err, syncDir(filepath.Join(w.dir, ShotsDir)))
+	if err != nil {
+		return fmt.Errorf("sync screenshots of %s: %w", w.dir, err)
+	}
+	return nil
+}
+
+func syncFile(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // Close syncs events.jsonl and the directory entries to disk and closes the
@@ -270,7 +324,14 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	files := w.unsynced
+	w.unsynced = nil
 	err := w.file.Sync()
+	for _, f := range files {
+		if serr := syncFile(f); err == nil {
+			err = serr
+		}
+	}
 	if cerr := w.file.Close(); err == nil {
 		err = cerr
 	}
@@ -334,9 +395,10 @@ func validID(id string) bool {
 	return true
 }
 
-// writeFileAtomic writes dir/name through a synced temporary file and a
-// rename, so that readers see the old file or the whole new one.
-func writeFileAtomic(dir, name string, data []byte) (err error) {
+// writeFileAtomic writes dir/name through a temporary file and a rename,
+// so that readers see the old file or the whole new one; with sync, the
+// temporary file is synced to disk before the rename.
+func writeFileAtomic(dir, name string, data []byte, sync bool) (err error) {
 	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
 	if err != nil {
 		return err
@@ -353,8 +415,10 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 	if err := f.Chmod(0o644); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
