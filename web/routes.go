@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -603,14 +604,67 @@ func (s *Server) execAnswer(c *gin.Context, res session.ExecResult, err error) {
 		c.JSON(http.StatusAccepted, gin.H{"status": status, "approvalId": res.ApprovalID, "toolCallId": res.CallID})
 		return
 	}
-	out := gin.H{"status": "done", "toolCallId": res.CallID, "result": res.Native, "frame": res.Frame}
+	b, err := doneJSON(res)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+}
+
+// doneJSON is the answer to an executor call with its result: the object
+// c.JSON would write (keys in order, HTML characters escaped), with the
+// provider-native result, which holds the screenshot in base64, copied
+// in as it is rather than parsed and written again.
+func doneJSON(res session.ExecResult) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(res.Native) + len(res.Message) + 512)
+	field := func(name string, v any) error {
+		if b.Len() == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + name + `":`)
+		if raw, ok := v.(json.RawMessage); ok {
+			if !json.Valid(raw) {
+				return fmt.Errorf("executor result: %s is not JSON", name)
+			}
+			if bytes.ContainsAny(raw, "<>&\u2028\u2029") {
+				json.HTMLEscape(&b, raw)
+			} else {
+				b.Write(raw)
+			}
+			return nil
+		}
+		e, err := json.Marshal(v)
+		b.Write(e)
+		return err
+	}
 	if res.Error != "" {
-		out["error"] = res.Error
+		if err := field("error", res.Error); err != nil {
+			return nil, err
+		}
+	}
+	if err := field("frame", res.Frame); err != nil {
+		return nil, err
 	}
 	if res.Message != nil {
-		out["message"] = res.Message
+		if err := field("message", res.Message); err != nil {
+			return nil, err
+		}
 	}
-	c.JSON(http.StatusOK, out)
+	if err := field("result", res.Native); err != nil {
+		return nil, err
+	}
+	if err := field("status", "done"); err != nil {
+		return nil, err
+	}
+	if err := field("toolCallId", res.CallID); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 func (s *Server) execDelete(c *gin.Context) {

@@ -132,12 +132,14 @@ func (s *Session) emitTo(b *batch, typ string, data any) {
 // while the caller goes on: its events reach no one before then. Either
 // way the session's writes are stored, and its events handed on, in the
 // order they were committed (the store's queue is one order), so a
-// later commit's events never overtake an earlier one's.
-func (s *Session) commit(b *batch, wait bool) {
-	if b.Len() == 0 && len(b.events) == 0 {
-		return
-	}
+// later commit's events never overtake an earlier one's. The channel it
+// returns is closed once b is stored (or failed) and its events handed on.
+func (s *Session) commit(b *batch, wait bool) <-chan struct{} {
 	done := make(chan struct{})
+	if b.Len() == 0 && len(b.events) == 0 {
+		close(done)
+		return done
+	}
 	s.m.st.WriteAsync(&b.Batch, func(err error) {
 		// On the store's goroutine: quick, and no store calls.
 		defer close(done)
@@ -150,6 +152,7 @@ func (s *Session) commit(b *batch, wait bool) {
 	if wait {
 		<-done
 	}
+	return done
 }
 
 // barrier returns once every write the session committed before is

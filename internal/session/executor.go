@@ -80,6 +80,7 @@ type execModel struct {
 	answered  []string             // ids of the retained calls in byID, oldest first
 	gone      map[uint64]struct{}  // hashes of the ids of answered calls no longer retained
 	goneOrder []uint64             // gone's keys, oldest first
+	latest    *execCall            // the latest answered call, whose screenshot is in memory
 	released  bool
 	ended     chan struct{}
 	endWhy    string
@@ -90,10 +91,17 @@ type execCall struct {
 	call harness.Call // as stored: see boundRaw
 	hash [sha256.Size]byte
 	done chan struct{} // closed when result is set
-	// result answers the call; once shot (its screenshot's file, relative
-	// to the session's directory) is known, its Shot holds the frame only.
+	// result answers the call. Once shot (its screenshot's file, relative
+	// to the session's directory) is known, the screenshot's bytes stay
+	// in memory only while this is the session's latest answered call;
+	// then its Shot holds the frame only, and the bytes are read back
+	// from the trace when asked for.
 	result harness.Result
 	shot   string
+	// stored, once set, are closed when the writes of the call's result
+	// are on disk (its records, its screenshot's file): the client is
+	// answered after that.
+	stored []<-chan struct{}
 }
 
 // seed keys the hashes of gone call ids; ids are not secrets, but a
@@ -120,14 +128,13 @@ func (m *execModel) Next(ctx context.Context, in harness.Input) (harness.Turn, e
 			if r.CallID != c.call.ID {
 				continue
 			}
-			if c.shot != "" && r.Shot != nil {
-				sh := *r.Shot
-				sh.Data = nil // in the trace: read back when asked for
-				r.Shot = &sh
-			}
 			c.result = r
 			close(c.done)
 			m.retire(c)
+			if p := m.latest; p != nil && p != c {
+				p.dropShot()
+			}
+			m.latest = c
 		}
 		m.cur = nil
 	}
@@ -140,6 +147,16 @@ func (m *execModel) Next(ctx context.Context, in harness.Input) (harness.Turn, e
 		return harness.Turn{Calls: []harness.Call{c.call}, Stop: harness.StopToolUse}, nil
 	case <-ctx.Done():
 		return harness.Turn{}, context.Cause(ctx)
+	}
+}
+
+// dropShot lets go of the bytes of c's screenshot once they are in the
+// trace: they are read back from it when asked for. m.mu is held.
+func (c *execCall) dropShot() {
+	if c.shot != "" && c.result.Shot != nil && c.result.Shot.Data != nil {
+		sh := *c.result.Shot
+		sh.Data = nil
+		c.result.Shot = &sh
 	}
 }
 
@@ -191,6 +208,16 @@ func (m *execModel) noteShot(id, shot string) {
 	}
 }
 
+// noteStored records the channels closed once call id's result is on
+// disk.
+func (m *execModel) noteStored(id string, stored ...<-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.byID[id]; c != nil {
+		c.stored = stored
+	}
+}
+
 // end marks the executor's loop as finished.
 func (m *execModel) end(why string) {
 	m.endOnce.Do(func() {
@@ -207,7 +234,7 @@ func (m *execModel) release() {
 	defer m.mu.Unlock()
 	m.released = true
 	m.first = screen.Shot{}
-	m.cur = nil
+	m.cur, m.latest = nil, nil
 	m.byID, m.answered, m.gone, m.goneOrder = map[string]*execCall{}, nil, map[uint64]struct{}{}, nil
 	for {
 		select {
@@ -655,9 +682,8 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 		}
 		return res, nil
 	}
-	r := c.result
 	s.exec.mu.Lock()
-	shot := c.shot
+	r, shot, stored := c.result, c.shot, c.stored
 	s.exec.mu.Unlock()
 	if r.Shot != nil && r.Shot.Data == nil && shot != "" {
 		b, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(shot)))
@@ -685,6 +711,15 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 	res := ExecResult{Done: true, CallID: c.call.ID, Native: native}
 	if cd.message != nil {
 		res.Message = cd.message(c.call, r)
+	}
+	// Stored before sent: the client sees nothing a crash could still
+	// lose.
+	for _, ch := range stored {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ExecResult{}, context.Cause(ctx)
+		}
 	}
 	if r.Err != nil {
 		res.Error = r.Err.Error()

@@ -464,6 +464,10 @@ type Session struct {
 	model harness.Model
 	rules approvals.Rules
 	exec  *execModel // executor sessions only
+	// shots is an executor session's running trace, whose screenshots
+	// are synced to disk by syncShots, while their records are stored.
+	// Guarded by mu.
+	shots *trace.Writer
 
 	dispMu sync.Mutex // serializes opening the display
 
@@ -767,6 +771,10 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	}
 	s.mu.Lock()
 	disp := s.disp
+	if s.exec != nil {
+		tw.DeferShotSync()
+		s.shots = tw
+	}
 	s.mu.Unlock()
 	if disp == nil { // stopped while it opened
 		_ = tw.Close()
@@ -806,6 +814,9 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		cfg.ModelName = "executor/" + s.spec.Provider
 	}
 	out, err := harness.Run(ctx, cfg)
+	s.mu.Lock()
+	s.shots = nil
+	s.mu.Unlock()
 	if cerr := tw.Close(); err == nil {
 		err = cerr
 	}
@@ -1008,13 +1019,44 @@ func (s *Session) onEvent(dir string, e trace.Event) {
 			var b batch
 			s.noteFrameTo(&b, dir, e)
 			s.saveTo(&b)
-			s.commit(&b, true)
+			stored := s.commit(&b, false)
+			s.syncShots()
+			<-stored
 			s.mu.Unlock()
 		}
 	case trace.TypeResult:
 		s.onResult(dir, e)
 		s.m.closeOrphans(s.id, e.CallID)
 	}
+}
+
+// syncShots syncs the screenshots an executor session's trace wrote
+// since the last call to disk (trace.Writer.DeferShotSync). s.mu is held.
+func (s *Session) syncShots() {
+	if s.shots == nil {
+		return
+	}
+	if err := s.shots.SyncShots(); err != nil {
+		s.log.Error("sync screenshots", "err", err)
+	}
+}
+
+// syncShotsAsync is syncShots in a goroutine of its own; the channel it
+// returns is closed when it is done. s.mu is held.
+func (s *Session) syncShotsAsync() <-chan struct{} {
+	done := make(chan struct{})
+	tw := s.shots
+	if tw == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		if err := tw.SyncShots(); err != nil {
+			s.log.Error("sync screenshots", "err", err)
+		}
+	}()
+	return done
 }
 
 // noteFrameTo remembers a frame the model was sent, and adds the index
@@ -1066,7 +1108,8 @@ func (s *Session) noteShotFrame(frameID, name string) {
 func ShotURL(session, name string) string { return "/session/" + session + "/shots/" + name }
 
 // onResult records a call's result, in one batch of writes, and returns
-// once it is stored: an executor call's client is answered after that.
+// once it is stored; an executor session's returns at once, and the
+// call's client is answered once it is stored.
 func (s *Session) onResult(dir string, e trace.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1121,6 +1164,14 @@ func (s *Session) onResult(dir string, e trace.Event) {
 		s.emitTo(&b, EventToolResult, res)
 	}
 	s.maybeStopTo(&b)
+	if s.exec != nil {
+		// An executor call's client is answered once the result is
+		// stored (awaitCall waits for it), while its answer is encoded.
+		// The screenshot's file is synced while the store syncs its
+		// records and the answer is encoded.
+		s.exec.noteStored(e.CallID, s.commit(&b, false), s.syncShotsAsync())
+		return
+	}
 	s.commit(&b, true)
 }
 
