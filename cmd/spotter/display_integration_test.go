@@ -474,6 +474,44 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 		t.Errorf("audit has %d inputs, want the operator's 2", inputs)
 	}
 	okJSON("POST", "/session/"+id+"/stop", nil, nil)
+
+	// An executor session on a desktop: the client's own loop posts
+	// Anthropic tool_use blocks, which reach the terminal; a browser-only
+	// call is answered with an error that says why.
+	execProof := filepath.Join(t.TempDir(), "proof.txt")
+	var es struct {
+		ID    string `json:"id"`
+		Image struct{ W, H int } `json:"image"`
+	}
+	okJSON("POST", "/executor/sessions", map[string]any{"provider": "anthropic",
+		"display":   map[string]any{"backend": "desktop", "width": 1024, "height": 768, "command": xtermCat(execProof)},
+		"approvals": map[string]any{"supervise": "none"}}, &es)
+	if es.ID == "" || es.Image.W != 1024 || es.Image.H != 768 {
+		t.Fatalf("POST /executor/sessions = %+v, want an id and a 1024x768 image", es)
+	}
+	calls := 0
+	callExec := func(input map[string]any) string {
+		t.Helper()
+		var res struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		}
+		calls++
+		okJSON("POST", "/executor/sessions/"+es.ID+"/call?wait=60s",
+			map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", calls), "name": "computer", "input": input}, &res)
+		if res.Status != "done" {
+			t.Fatalf("call %v: status %q, want done", input, res.Status)
+		}
+		return res.Error
+	}
+	if e := callExec(map[string]any{"action": "left_click", "coordinate": []int{100, 100}}); e != "" {
+		t.Fatalf("left_click: %s", e)
+	}
+	if e := callExec(map[string]any{"action": "type", "text": "executor-ok\n"}); e != "" {
+		t.Fatalf("type: %s", e)
+	}
+	waitFile(ctx, t, execProof, "executor-ok\n")
+	okJSON("POST", "/session/"+es.ID+"/stop", nil, nil)
 }
 
 // `spotter run --isolate containerd` runs a desktop task in a sandbox: the
