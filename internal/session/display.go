@@ -268,6 +268,9 @@ func (g *guard) perform(ctx context.Context, m screen.Mapped) error {
 	}
 	if note == "" { // another call relaunched it meanwhile
 		note = "The browser died and was started anew at the session's last page."
+		if !g.s.spec.Display.Browser() {
+			note = "The display died and was started anew."
+		}
 	}
 	return errors.New("this action did not complete: " + note)
 }
@@ -315,6 +318,10 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 		url = g.s.spec.StartURL
 	}
 	g.s.log.Warn("display relaunched", "cause", err, "url", url)
+	if !g.s.spec.Display.Browser() {
+		return fmt.Sprintf("The %s display died (%s). A fresh one was started; whatever was open on the old one is gone.",
+			g.s.spec.Display.Backend, g.s.m.scrub(err.Error())), nil
+	}
 	return fmt.Sprintf("The browser died (%s). It was started anew at %s; the page was loaded afresh, so anything not saved by the site is lost.",
 		g.s.m.scrub(err.Error()), url), nil
 }
