@@ -299,8 +299,11 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	const token = "desktop-test-token-0123456789abcdef"
-	base := startServe(t, "--token", token, "--displays", "chromium, desktop")
 	proof := filepath.Join(t.TempDir(), "proof.txt")
+	mcpProof := filepath.Join(t.TempDir(), "proof.txt")
+	mcpCmd, _ := json.Marshal(xtermCat(mcpProof))
+	base := startServe(t, "--token", token, "--displays", "chromium, desktop",
+		"--mcp-display", fmt.Sprintf("{backend: desktop, width: 1024, height: 768, command: %s}", mcpCmd))
 
 	do := func(method, path string, body any) (*http.Response, error) {
 		var r io.Reader
@@ -512,6 +515,44 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	}
 	waitFile(ctx, t, execProof, "executor-ok\n")
 	okJSON("POST", "/session/"+es.ID+"/stop", nil, nil)
+
+	// An MCP session at /mcp opens the desktop --mcp-display names.
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	if err != nil {
+		t.Fatalf("connect to /mcp: %v", err)
+	}
+	defer cs.Close()
+	for _, args := range []map[string]any{
+		{"kind": "screenshot"},
+		{"kind": "click", "at": map[string]any{"x": 100, "y": 100}},
+		{"kind": "type", "text": "serve-mcp-ok\n"},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: args})
+		if err != nil {
+			t.Fatalf("MCP computer %v = %v", args, err)
+		}
+		if res.IsError {
+			var text []string
+			for _, c := range res.Content {
+				if tc, ok := c.(*sdk.TextContent); ok {
+					text = append(text, tc.Text)
+				}
+			}
+			t.Fatalf("MCP computer %v failed: %s", args, strings.Join(text, "; "))
+		}
+	}
+	waitFile(ctx, t, mcpProof, "serve-mcp-ok\n")
+}
+
+// bearer adds the server's token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // `spotter run --isolate containerd` runs a desktop task in a sandbox: the
