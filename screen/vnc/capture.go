@@ -221,7 +221,7 @@ func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Set
 	d.mu.Unlock()
 	for {
 		d.mu.Lock()
-		quietAt := d.damagedAt.Add(d.cfg.QuietWindow)
+		quietAt := d.damagedAt.Add(d.quietWindow())
 		if d.inputAt.After(d.damagedAt) {
 			quietAt = d.inputAt.Add(d.reactionTime())
 		}

@@ -51,7 +51,10 @@ type Config struct {
 	// before a capture; 0 means DefaultSettleTimeout.
 	SettleTimeout time.Duration
 	// QuietWindow is how long the screen must go without an update to
-	// count as settled; 0 means DefaultQuietWindow.
+	// count as settled, at least: twice the longest gap between the
+	// updates of the latest burst if that is longer (at most half a
+	// second; an animation on a loaded machine draws its frames further
+	// apart). 0 means DefaultQuietWindow.
 	QuietWindow time.Duration
 	// ReactionTime is how long after an input a capture waits at least
 	// for the screen to start changing; an input whose effects have not
@@ -154,13 +157,17 @@ type Display struct {
 	// latest inputs that changed it (a ring of the latest ones).
 	reactions  [8]time.Duration
 	nreactions int
-	changed    chan struct{} // closed and replaced at every update
-	events     []string      // things to tell the model at the next capture
-	err        error         // why the display is gone; nil while it works
-	leds       int           // the lock keys' LED state the server sent, or -1
-	fences     bool          // the server does fences (it sent one)
-	fenceSent  uint32        // the latest fence this client sent
-	fenceDone  uint32        // the latest fence the server answered
+	// burstGap is the longest gap between the updates of the latest
+	// burst: updates less than maxQuietWindow/2 apart, since the latest
+	// input.
+	burstGap  time.Duration
+	changed   chan struct{} // closed and replaced at every update
+	events    []string      // things to tell the model at the next capture
+	err       error         // why the display is gone; nil while it works
+	leds      int           // the lock keys' LED state the server sent, or -1
+	fences    bool          // the server does fences (it sent one)
+	fenceSent uint32        // the latest fence this client sent
+	fenceDone uint32        // the latest fence the server answered
 
 	ready     chan struct{} // closed when the first update has arrived
 	readyOnce sync.Once
@@ -349,6 +356,11 @@ func (d *Display) commit(m serverMsg) {
 				// the desktop took to react to it.
 				d.reactions[d.nreactions%len(d.reactions)] = now.Sub(d.inputAt)
 				d.nreactions++
+				d.burstGap = 0
+			} else if gap := now.Sub(d.damagedAt); gap < maxQuietWindow/2 {
+				d.burstGap = max(d.burstGap, gap)
+			} else {
+				d.burstGap = 0
 			}
 			d.updates++
 			d.damagedAt = now
@@ -591,6 +603,20 @@ func (d *Display) appendLocks(b []byte, keypad bool) []byte {
 		toggle(keysymNumLock, ledNumLock)
 	}
 	return b
+}
+
+// maxQuietWindow bounds the quiet window that a burst of updates with long
+// gaps asks for (see quietWindow).
+const maxQuietWindow = 500 * time.Millisecond
+
+// quietWindow returns how long the screen must go without an update to
+// count as settled: Config.QuietWindow, or twice the longest gap between
+// the updates of the latest burst if that is longer (at most
+// maxQuietWindow). An animation on a loaded machine draws its frames
+// further apart than the quiet window, and must not count as settled
+// between two of them. d.mu must be held.
+func (d *Display) quietWindow() time.Duration {
+	return max(d.cfg.QuietWindow, min(2*d.burstGap, maxQuietWindow))
 }
 
 // maxReactionWait bounds what the desktop's latest reactions add to the

@@ -27,12 +27,15 @@
 // for the Fence pseudo-encoding and, with a server that does fences (as
 // TigerVNC does), follows the input with a fence and waits for its answer.
 // Capture then waits, bounded by Config.SettleTimeout, until the screen
-// has settled: no update for Config.QuietWindow, and, when input was
-// handled after the latest update, a reaction time without one (an input
-// that changes nothing must not hold a capture up for long). The reaction
-// time is Config.ReactionTime, or twice the longest of the desktop's latest
-// reactions to input if that is longer (at most a second), so a loaded
-// machine that paints late is waited for. Changes that happen on their
+// has settled: no update for a quiet window, and, when input was handled
+// after the latest update, a reaction time without one (an input that
+// changes nothing must not hold a capture up for long). Both adapt to a
+// loaded machine: the quiet window is Config.QuietWindow, or twice the
+// longest gap between the updates of the latest burst (at most half a
+// second), so that an animation whose frames come far apart is waited
+// for; the reaction time is Config.ReactionTime, or twice the longest of
+// the desktop's latest reactions to input (at most a second), so that a
+// desktop that paints late is waited for. Changes that happen on their
 // own, such as a window that opens seconds after a command, appear in
 // whatever capture follows their arrival.
 //
