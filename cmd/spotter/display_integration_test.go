@@ -445,6 +445,17 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	}
 	waitFile(ctx, t, proof, "served-ok\n")
 
+	// The panel's live view shows the desktop.
+	screenResp, err := do("GET", "/session/"+id+"/screen", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _ := io.ReadAll(screenResp.Body)
+	screenResp.Body.Close()
+	if screenResp.StatusCode != http.StatusOK || !bytes.HasPrefix(live, []byte("\x89PNG")) {
+		t.Errorf("GET /session/%s/screen = %d with %d bytes, want a PNG of the desktop", id, screenResp.StatusCode, len(live))
+	}
+
 	// The operator takes over and types; the input reaches the desktop.
 	okJSON("POST", "/session/"+id+"/takeover", map[string]any{"active": true}, nil)
 	var shot struct {
