@@ -34,10 +34,11 @@ type Options struct {
 	// Getenv supplies provider API keys and base URLs; cmd/spotter passes
 	// os.Getenv. Nil means no environment.
 	Getenv func(string) string
-	// Sandboxes, if not nil, runs the task's browser in a sandbox of its
-	// own, whose egress proxy allows the policy's hosts and the start URL's
-	// host (the demo app's address for demo tasks), and nothing else. Nil
-	// means a browser on the host, with no proxy.
+	// Sandboxes, if not nil, runs the task's browser (or, with
+	// containerd, its desktop) in a sandbox of its own, whose egress proxy
+	// allows the policy's hosts and the start URL's host (the demo app's
+	// address for demo tasks), and nothing else. Nil means a display on the
+	// host, with no proxy (see wiring.OpenDisplay).
 	Sandboxes *wiring.Sandboxes
 	// MemoryMiB limits the sandbox's memory; zero means the Sandboxes'
 	// default.

@@ -1,9 +1,10 @@
-// Package runner turns a task file into a finished run: it starts the
-// display (in a sandbox of its own when Options.Sandboxes is set, see
-// OpenDisplay), builds the model, drives the harness loop, and writes the
-// trace, the report and result.json into the output directory. `spotter
-// run` is a thin shell around it; batch jobs, test suites and the server
-// reuse it.
+// Package runner turns a task file into a finished run: it opens the
+// display the task names (through package wiring: Chromium, a desktop, a
+// VNC server or Playwright, in a sandbox of its own when Options.Sandboxes
+// is set), builds the model (wiring too), drives the harness loop, and
+// writes the trace, the report and result.json into the output directory.
+// `spotter run` is a thin shell around it; batch jobs and test suites reuse
+// it.
 package runner
 
 import (
