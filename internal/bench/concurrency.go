@@ -77,10 +77,11 @@ func (r *runner) concurrency(ctx context.Context) error {
 	return nil
 }
 
-// ramp adds sessions level by level until the p95 step passes 250 ms (and
-// has doubled from one session's), or MaxSessions is reached. It reports
-// each level, the last level before the p95 doubled and the last under
-// 250 ms.
+// ramp adds sessions level by level until MaxSessions, or until the p95
+// step has doubled from one session's and two levels in a row (or one
+// over 2 s) passed 250 ms: on a shared machine one level's p95 can be one
+// bad moment. It reports each level, the last level before the p95
+// doubled and the highest under 250 ms.
 func (r *runner) ramp(ctx context.Context, s setup) error {
 	var tabs []*tab
 	defer func() {
@@ -90,7 +91,7 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 		s.close()
 	}()
 	var p95one, memOne float64
-	best, under250 := 0, 0
+	best, under250, over := 0, 0, 0
 	doubled := false
 	for _, n := range levels {
 		if n > r.o.MaxSessions {
@@ -141,7 +142,12 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 		if !doubled {
 			best = n
 		}
-		if doubled && f.P95 >= 250 {
+		if f.P95 >= 250 {
+			over++
+		} else {
+			over = 0
+		}
+		if doubled && (over >= 2 || f.P95 > 2000) {
 			break
 		}
 	}
