@@ -344,3 +344,18 @@ func BenchmarkAppendEventParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAppendEvent16 appends from 16 goroutines at once, as 16
+// sessions' steps do: with group commit they share syncs.
+func BenchmarkAppendEvent16(b *testing.B) {
+	s := benchStore(b)
+	b.SetParallelism(8) // 8 per GOMAXPROCS: 16 on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.AppendEvent(b.Context(), &store.Event{Session: "s", Type: "tool_call", Data: benchData}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
