@@ -14,8 +14,8 @@ const displayHelp = "the sessions' display: a backend (chromium, vnc, desktop, p
 	"such as '{backend: desktop, command: [xterm]}' or '{backend: vnc, address: \"127.0.0.1:5900\", password_env: VNC_PASSWORD}'"
 
 // parseDisplay reads a --display flag: a backend's name, or a YAML mapping
-// of the task file's display fields. size, when not empty, is the size
-// the display takes if the flag names none. The result is checked.
+// of the task file's display fields. w and h are the size the display
+// takes if the flag names none. The result is checked.
 func parseDisplay(flag string, w, h int) (wiring.DisplaySpec, error) {
 	var d wiring.DisplaySpec
 	flag = strings.TrimSpace(flag)
