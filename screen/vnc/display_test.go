@@ -803,3 +803,110 @@ func TestCaptureReusesEncoding(t *testing.T) {
 		}
 	})
 }
+
+// strs formats client messages for a diff.
+func strs(ms []clientMsg) []string {
+	var s []string
+	for _, m := range ms {
+		s = append(s, m.String())
+	}
+	return s
+}
+
+func TestTakeOver(t *testing.T) {
+	tests := []struct {
+		name string
+		leds *int // nil: the server does not tell
+		want []string
+	}{
+		{"no LED state", nil, []string{"pointer 00000000 at (32,24)", "fence request 0x1"}},
+		{"NumLock on", ledsOf(ledNumLock), []string{"pointer 00000000 at (32,24)", "fence request 0x1"}},
+		{"NumLock off", ledsOf(0), []string{"pointer 00000000 at (32,24)", "key down 0xff7f", "key up 0xff7f", "fence request 0x1"}},
+		{"CapsLock on", ledsOf(ledNumLock | ledCapsLock), []string{"pointer 00000000 at (32,24)", "key down 0xffe5", "key up 0xffe5", "fence request 0x1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				_, f := dialFake(t, fakeOptions{fences: true, leds: tt.leds}, Config{})
+				got := f.take(msgPointerEvent, msgKeyEvent, msgClientFence)
+				// The answer to the server's own fence comes first.
+				if len(got) == 0 || got[0].String() != "fence answer 0x1" {
+					t.Errorf("Dial: first messages %v, want an answer to the server's fence first", strs(got))
+				} else {
+					got = got[1:]
+				}
+				if diff := cmp.Diff(tt.want, strs(got)); diff != "" {
+					t.Errorf("Dial: input (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
+
+func ledsOf(v int) *int { return &v }
+
+func TestPacing(t *testing.T) {
+	at := actions.Pt(10.5, 10.5)
+	tests := []struct {
+		name string
+		leds int // the LED state the server tells after Dial
+		a    actions.Action
+		want []string
+	}{
+		{"double click", ledNumLock, actions.Action{Kind: actions.DoubleClick, At: at, HasAt: true}, []string{
+			"pointer 00000000 at (10,10)", "pointer 00000001 at (10,10)", "pointer 00000000 at (10,10)",
+			"fence request 0x1", // then clickGap
+			"pointer 00000001 at (10,10)", "pointer 00000000 at (10,10)",
+			"fence request 0x1", // Perform returns once the server has it
+		}},
+		{"drag", ledNumLock, actions.Action{Kind: actions.Drag, Path: []actions.Point{at, actions.Pt(30.5, 10.5), actions.Pt(30.5, 20.5)}}, []string{
+			"pointer 00000000 at (10,10)", "pointer 00000001 at (10,10)",
+			"fence request 0x1", // then dragDwell
+			"pointer 00000001 at (30,10)",
+			"fence request 0x1",
+			"pointer 00000001 at (30,20)",
+			"fence request 0x1",
+			"pointer 00000000 at (30,20)",
+			"fence request 0x1",
+		}},
+		{"keypad key with NumLock off", 0, actions.Action{Kind: actions.Keypress, Keys: actions.Chord{"Numpad5"}}, []string{
+			"key down 0xff7f", "key up 0xff7f", "key down 0xffb5", "key up 0xffb5", "fence request 0x1",
+		}},
+		{"NumLock pressed itself", 0, actions.Action{Kind: actions.Keypress, Keys: actions.Chord{"NumLock"}}, []string{
+			"key down 0xff7f", "key up 0xff7f", "fence request 0x1",
+		}},
+		{"typing with CapsLock on", ledNumLock | ledCapsLock, actions.Action{Kind: actions.Type, Text: "a"}, []string{
+			"key down 0xffe5", "key up 0xffe5", "key down 0x61", "key up 0x61", "fence request 0x1",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d, f := dialFake(t, fakeOptions{fences: true, leds: ledsOf(ledNumLock)}, Config{})
+				if err := f.send(updateMsg(append(rectHeader(image.Rectangle{}, encLEDState), byte(tt.leds)))); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				f.take()
+				start := time.Now()
+				if err := d.Perform(t.Context(), screen.Mapped{Action: tt.a}); err != nil {
+					t.Fatalf("Perform(%v) = %v", tt.a, err)
+				}
+				took := time.Since(start)
+				if diff := cmp.Diff(tt.want, strs(f.take(msgPointerEvent, msgKeyEvent, msgClientFence))); diff != "" {
+					t.Errorf("Perform(%v): messages (-want +got):\n%s", tt.a, diff)
+				}
+				var want time.Duration
+				switch tt.a.Kind {
+				case actions.DoubleClick:
+					want = clickGap
+				case actions.Drag:
+					want = 3 * dragDwell
+				}
+				if took != want {
+					t.Errorf("Perform(%v) took %v, want %v", tt.a, took, want)
+				}
+			})
+		})
+	}
+}

@@ -80,7 +80,10 @@ func (m clientMsg) String() string {
 	case msgFramebufferUpdateRequest:
 		return fmt.Sprintf("update request incremental=%v %v", m.Incremental, m.Rect)
 	case msgClientFence:
-		return fmt.Sprintf("fence %#x %x", m.Flags, m.Payload)
+		if m.Flags&fenceRequest != 0 {
+			return fmt.Sprintf("fence request %#x", m.Flags&^fenceRequest)
+		}
+		return fmt.Sprintf("fence answer %#x", m.Flags)
 	case msgSetEncodings:
 		return fmt.Sprintf("encodings %v", m.Encodings)
 	}

@@ -387,8 +387,9 @@ func (d *Display) withModifiers(c actions.Chord, f func(shift bool) error) error
 	return d.holdKeys(context.Background(), syms, 0, func() error { return f(shift) })
 }
 
-// holdKeys presses keysyms in order, runs f (after waiting hold), and
-// releases the keys in reverse order, even if f failed or ctx ended.
+// holdKeys presses keysyms in order, runs f (after waiting hold from when
+// the server handled the presses), and releases the keys in reverse order,
+// even if f failed or ctx ended.
 func (d *Display) holdKeys(ctx context.Context, syms []uint32, hold time.Duration, f func() error) (err error) {
 	if len(syms) > 0 {
 		if err := d.send(func(b []byte) []byte {
@@ -412,12 +413,10 @@ func (d *Display) holdKeys(ctx context.Context, syms []uint32, hold time.Duratio
 		}()
 	}
 	if hold > 0 {
-		t := time.NewTimer(hold)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-t.C:
+		// The hold counts from when the server has handled the
+		// presses, so that X sees the keys down for all of it.
+		if err := d.pause(ctx, hold); err != nil {
+			return err
 		}
 	}
 	if f == nil {
