@@ -53,3 +53,19 @@ func TestSessionDisplays(t *testing.T) {
 		t.Errorf("PUT /session vnc with password_env ANTHROPIC_API_KEY = %d %s, want 400 naming SPOTTER_VNC_", code, body)
 	}
 }
+
+// A vnc display whose server does not answer is the client's to fix: 400,
+// in words that name no file of the server.
+func TestSessionDisplayUnreachable(t *testing.T) {
+	e := newEnv(t, envOpts{fake: true, displays: []string{"vnc"}})
+	e.stop()
+	e.cfg.NewDisplay = nil // the real wiring, to a server that is not there
+	e.start()
+	resp := e.request("PUT", "/session", map[string]any{"model": map[string]any{"provider": "anthropic"},
+		"display": map[string]any{"backend": "vnc", "address": "unix:/nonexistent/spotter-test.sock"}})
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "did not answer") || strings.Contains(string(b), "/nonexistent") {
+		t.Errorf("PUT /session vnc to nowhere = %d %s, want 400 saying it did not answer, without the path", resp.StatusCode, b)
+	}
+}

@@ -475,6 +475,13 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 				// password variable the operator has not set).
 				return nil, fmt.Errorf("%w: %s", session.ErrBadRequest, strings.ReplaceAll(err.Error(), wiring.ErrSpec.Error()+": ", ""))
 			}
+			if errors.Is(err, wiring.ErrConnect) {
+				// Where the client pointed the display; the cause, which
+				// may name this host's files, goes to the log.
+				s.log.Warn("open a session's display", "err", err)
+				return nil, fmt.Errorf("%w: the display server the session names (display.address or display.ws_endpoint) did not answer",
+					session.ErrBadRequest)
+			}
 			return nil, err
 		}
 		return d, nil

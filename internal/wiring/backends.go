@@ -54,7 +54,7 @@ func startVNC(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, 
 	network, addr := vncNetwork(req.Display.Address)
 	d, err := vnc.Dial(ctx, network, addr, vnc.Config{Password: password})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to the VNC server at %s: %w", req.Display.Address, err)
+		return nil, nil, fmt.Errorf("connect to the VNC server at %s: %w (%w)", req.Display.Address, ErrConnect, err)
 	}
 	v := &vncDisplay{d: d}
 	if err := v.checkSize(ctx, req.Display.Size()); err != nil {
@@ -135,6 +135,9 @@ func startPlaywright(ctx context.Context, req DisplayRequest) (inner, isolate.Sa
 	}
 	d, err := playwright.Open(ctx, cfg)
 	if err != nil {
+		if cfg.WSEndpoint != "" {
+			return nil, nil, fmt.Errorf("connect to the Playwright server at %s: %w (%w)", cfg.WSEndpoint, ErrConnect, err)
+		}
 		err = fmt.Errorf("open a Playwright browser: %w", err)
 		if sb != nil {
 			return nil, nil, errors.Join(err, sb.Close(context.WithoutCancel(ctx)))

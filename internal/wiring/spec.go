@@ -14,6 +14,10 @@ import (
 // ErrSpec marks a task, session or job spec that cannot be run as written.
 var ErrSpec = errors.New("invalid spec")
 
+// ErrConnect marks a display the spec points at that did not answer: a
+// VNC server at its address, a Playwright server at its ws_endpoint.
+var ErrConnect = errors.New("display server unreachable")
+
 func bad(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrSpec, fmt.Sprintf(format, args...))
 }
