@@ -35,15 +35,33 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 	if timeout == 0 {
 		timeout = d.cfg.SettleTimeout
 	}
-	if _, open := d.Dialog(); open {
-		return d.blockedShot(req)
-	}
-	settled, view, err := d.settle(ctx, timeout)
-	if errors.Is(err, errBlocked) {
-		return d.blockedShot(req)
-	}
-	if err != nil {
-		return screen.Shot{}, fmt.Errorf("capture: %w", err)
+	// The active tab settles; a tab that opened or closed meanwhile (a
+	// click's popup is announced a little after the click) makes the
+	// display follow it and settle again, a few times at most.
+	var (
+		settled screen.Settle
+		view    view
+	)
+	for attempt := 0; ; attempt++ {
+		err = d.run(ctx, d.cfg.CommandTimeout, func(context.Context) error { return d.syncTabs() })
+		if err != nil && !errors.Is(err, errBlocked) {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		if _, open := d.Dialog(); open {
+			return d.blockedShot(req)
+		}
+		start := time.Now()
+		settled, view, err = d.settle(ctx, timeout)
+		if errors.Is(err, errBlocked) {
+			return d.blockedShot(req)
+		}
+		if attempt < maxTabFollows && (errors.Is(err, errTabClosed) || d.awaitOpening(ctx, start.Add(max(timeout, 0)))) {
+			continue
+		}
+		if err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		break
 	}
 	taken := time.Now()
 	var data []byte
@@ -70,8 +88,9 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 // shot numbers a capture and gathers the notes for the model.
 func (d *Display) shot(req captureReq, data []byte, scroll actions.Point, zoom float64, settled screen.Settle, taken time.Time) screen.Shot {
 	d.seq++
-	url := d.page.URL()
-	events := d.state.takeEvents()
+	tb := d.tab()
+	url := tb.page.URL()
+	events := append(d.notes.take(), tb.state.takeEvents()...)
 	if d.seq > 1 && url != d.lastURL {
 		events = append(events, "the page is now at "+url)
 	}
@@ -199,7 +218,7 @@ func (d *Display) grab(r captureReq) ([]byte, error) {
 			o.Quality = new(max(r.quality, 90))
 		}
 	}
-	return d.page.Screenshot(o)
+	return d.tab().page.Screenshot(o)
 }
 
 // fit returns Playwright's image as the request wants it: resized to
@@ -330,7 +349,7 @@ func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Set
 	since := start.Add(-timeout)
 	reason := ""
 	for {
-		pending, gen := d.state.network(since)
+		pending, gen := d.tab().state.network(since)
 		if len(pending) > 0 {
 			reason = pendingReason(pending)
 			if !time.Now().Before(deadline) {
@@ -362,7 +381,7 @@ func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Set
 			}
 			continue
 		}
-		if pending, now := d.state.network(since); len(pending) > 0 || now != gen {
+		if pending, now := d.tab().state.network(since); len(pending) > 0 || now != gen {
 			reason = "the page kept using the network"
 			continue // a request started or ended meanwhile
 		}
@@ -389,7 +408,7 @@ func (d *Display) waitNetwork(ctx context.Context, deadline time.Time) error {
 		return context.Cause(ctx)
 	case <-d.closed:
 		return fmt.Errorf("display closed: %w", screen.ErrGone)
-	case <-d.state.changed:
+	case <-d.tab().state.changed:
 	case <-t.C:
 	}
 	return nil
@@ -399,7 +418,7 @@ func (d *Display) waitNetwork(ctx context.Context, deadline time.Time) error {
 func (d *Display) probe(ctx context.Context, quiet, timeout time.Duration) (view, error) {
 	var v view
 	err := d.run(ctx, timeout+d.cfg.CommandTimeout, func(context.Context) error {
-		res, err := d.page.Evaluate(settleJS, []float64{float64(quiet.Milliseconds()), float64(timeout.Milliseconds())})
+		res, err := d.tab().page.Evaluate(settleJS, []float64{float64(quiet.Milliseconds()), float64(timeout.Milliseconds())})
 		if err != nil {
 			return err
 		}

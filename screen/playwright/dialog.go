@@ -19,7 +19,7 @@ import (
 // run (a beforeunload dialog, which leaves the page when accepted, is one
 // to ask a human about).
 func (d *Display) Dialog() (screen.Dialog, bool) {
-	dl, info, _ := d.state.currentDialog()
+	dl, info, _ := d.tab().state.currentDialog()
 	return info, dl != nil
 }
 
@@ -27,7 +27,7 @@ func (d *Display) Dialog() (screen.Dialog, bool) {
 // call that the dialog interrupted holds the display's turn until the
 // dialog is answered.
 func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
-	dl, info, _ := d.state.currentDialog()
+	dl, info, _ := d.tab().state.currentDialog()
 	if dl == nil {
 		return errors.New("no JavaScript dialog is open")
 	}
@@ -59,12 +59,12 @@ func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
 	case <-d.closed:
 		return fmt.Errorf("display closed: %w", screen.ErrGone)
 	}
-	d.state.answered(dl)
+	d.tab().state.answered(dl)
 	verb := "dismissed"
 	if a.Accept {
 		verb = "accepted"
 	}
-	d.state.note("%s was %s.", describeDialog(info), verb)
+	d.tab().state.note("%s was %s.", describeDialog(info), verb)
 	return nil
 }
 
@@ -82,7 +82,7 @@ func chooserNote(multiple bool) string {
 // refuses paths it cannot find. A connected browser gets the files' bytes
 // through the Playwright connection.
 func (d *Display) upload(files []string) error {
-	fc := d.state.fileChooser()
+	fc := d.tab().state.fileChooser()
 	if fc == nil {
 		return errors.New("no file chooser is open; click the page's upload control first")
 	}
@@ -115,7 +115,7 @@ func (d *Display) upload(files []string) error {
 	}); err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
-	d.state.clearChooser(fc)
-	d.state.note("%d file(s) were handed to the file chooser.", len(files))
+	d.tab().state.clearChooser(fc)
+	d.tab().state.note("%d file(s) were handed to the file chooser.", len(files))
 	return nil
 }

@@ -65,7 +65,7 @@ func title(t *testing.T, d *Display) string {
 	var s string
 	err := d.run(t.Context(), d.cfg.CommandTimeout, func(context.Context) error {
 		var err error
-		s, err = d.page.Title()
+		s, err = d.tab().page.Title()
 		return err
 	})
 	if err != nil {
@@ -176,7 +176,7 @@ func TestDialogWhileTyping(t *testing.T) {
 	var value string
 	err := d.run(t.Context(), d.cfg.CommandTimeout, func(context.Context) error {
 		var err error
-		value, err = d.page.InputValue("input")
+		value, err = d.tab().page.InputValue("input")
 		return err
 	})
 	if err != nil {
@@ -280,15 +280,11 @@ func TestDownloadRefused(t *testing.T) {
 // TestUnsupportedKinds checks that what this display does not do fails
 // with screen.ErrUnsupported and words that say why.
 func TestUnsupportedKinds(t *testing.T) {
-	d := &Display{cfg: DisplayConfig{CommandTimeout: DefaultCommandTimeout}, b: &Browser{}, state: newPageState(false),
-		busy: make(chan struct{}, 1), closed: make(chan struct{})}
+	d := newDisplayValue(DisplayConfig{CommandTimeout: DefaultCommandTimeout}, &Browser{})
 	for _, tt := range []struct {
 		a    actions.Action
 		want string
 	}{
-		{actions.Action{Kind: actions.ListTabs}, "first tab only"},
-		{actions.Action{Kind: actions.SwitchTab, Tab: 1}, "first tab only"},
-		{actions.Action{Kind: actions.CloseTab}, "first tab only"},
 		{actions.Action{Kind: actions.Zoom}, "the harness's own business"},
 		{actions.Action{Kind: actions.Wait}, "the harness's own business"},
 	} {

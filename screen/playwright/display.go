@@ -358,22 +358,31 @@ func Open(ctx context.Context, cfg Config) (*Display, error) {
 	return d, nil
 }
 
-// Display is one page of a Browser, in a browser context of its own.
-// Capture and Perform may be called from several goroutines; they run one
-// at a time. The caller must call Close.
+// Display is the pages of a Browser in a browser context of its own: the
+// one NewDisplay opened and the tabs its pages opened, of which it shows
+// the active one. Capture and Perform may be called from several
+// goroutines; they run one at a time. The caller must call Close.
 type Display struct {
 	cfg   DisplayConfig
 	b     *Browser
 	owned bool // the display closes b (Open)
 
-	// ctxMu guards bctx and page while NewDisplay sets them; they never
-	// change after it returns.
+	// ctxMu guards bctx while NewDisplay sets it; it never changes after
+	// NewDisplay returns.
 	ctxMu      sync.Mutex
 	bctx       pw.BrowserContext
-	page       pw.Page
 	bctxClosed bool
-	state      *pageState
-	cdp        pw.CDPSession // with page, for hit-tests; opened by the first
+
+	// cur is the active tab. It changes only in a call that holds busy,
+	// so a Playwright call sees one tab from its start to its end.
+	cur     atomic.Pointer[tab]
+	tabMu   sync.Mutex
+	tabs    []*tab // in the order they opened; guarded by tabMu
+	addedMu sync.Mutex
+	added   []pw.Page     // pages the context announced and syncTabs has not seen; guarded by addedMu
+	addedCh chan struct{} // receives a value (without blocking the sender) when a page is added
+	opening atomic.Int64  // windows the pages said they open, less the pages added since
+	notes   notes         // display-level notes for the model
 
 	// busy holds a token while a goroutine runs Playwright calls, so that
 	// a call left behind by a canceled context ends before the next starts.
@@ -408,13 +417,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 	if b.lost.Load() {
 		return nil, fmt.Errorf("new display: %s: %w", b.lostCause(), screen.ErrGone)
 	}
-	d := &Display{
-		cfg:    cfg,
-		b:      b,
-		state:  newPageState(b.cfg.DismissDialogs),
-		busy:   make(chan struct{}, 1),
-		closed: make(chan struct{}),
-	}
+	d := newDisplayValue(cfg, b)
 	// Opening is bounded by ctx and a generous timeout of its own, not by
 	// CommandTimeout: a new browser context takes a while on a busy machine.
 	err := d.run(ctx, max(cfg.CommandTimeout, newDisplayTimeout), func(context.Context) error {
@@ -429,16 +432,19 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		if err != nil {
 			return fmt.Errorf("new browser context: %w", err)
 		}
-		d.setContext(bctx, nil)
+		d.setContext(bctx)
+		// Pages that open from now on are followed as tabs (syncTabs);
+		// the first one is the display's own.
+		bctx.OnPage(d.pageAdded)
 		page, err := bctx.NewPage()
 		if err != nil {
 			return fmt.Errorf("new page: %w", err)
 		}
-		d.setContext(bctx, page)
-		d.state.watch(page)
-		// Registered after the display's own page was announced: every
-		// page from now on is one the page opened.
-		bctx.OnPage(func(pw.Page) { d.state.note("a new tab opened; the display keeps showing the first one") })
+		tb := d.newTab(page)
+		d.tabMu.Lock()
+		d.tabs = []*tab{tb}
+		d.tabMu.Unlock()
+		d.cur.Store(tb)
 		return nil
 	})
 	if err != nil {
@@ -468,11 +474,19 @@ func (d *Display) Close(ctx context.Context) error {
 	return d.closeErr
 }
 
-// setContext records the display's browser context and page.
-func (d *Display) setContext(bctx pw.BrowserContext, page pw.Page) {
+// newDisplayValue returns a display of b with no page yet: its active tab
+// has none until NewDisplay opens one.
+func newDisplayValue(cfg DisplayConfig, b *Browser) *Display {
+	d := &Display{cfg: cfg, b: b, busy: make(chan struct{}, 1), closed: make(chan struct{}), addedCh: make(chan struct{}, 1)}
+	d.cur.Store(&tab{state: newPageState(b.cfg.DismissDialogs)})
+	return d
+}
+
+// setContext records the display's browser context.
+func (d *Display) setContext(bctx pw.BrowserContext) {
 	d.ctxMu.Lock()
 	defer d.ctxMu.Unlock()
-	d.bctx, d.page = bctx, page
+	d.bctx = bctx
 }
 
 // closeContext closes the display's browser context, once.
@@ -509,7 +523,7 @@ func (d *Display) goneCause() string {
 	if d.b.lost.Load() {
 		return d.b.lostCause()
 	}
-	return d.state.goneCause()
+	return d.tab().state.goneCause()
 }
 
 // run runs f, which makes Playwright calls, on a goroutine of its own and
@@ -522,7 +536,7 @@ func (d *Display) run(ctx context.Context, timeout time.Duration, f func(ctx con
 	if err := d.check(); err != nil {
 		return err
 	}
-	blocked := d.state.dialogOpened()
+	blocked := d.tab().state.dialogOpened()
 	select {
 	case <-blocked:
 		return errBlocked
@@ -564,6 +578,10 @@ func (d *Display) run(ctx context.Context, timeout time.Duration, f func(ctx con
 	}
 }
 
+// errTabClosed marks a call that failed because the active tab closed
+// under it; the display goes on in another tab.
+var errTabClosed = errors.New("the tab closed")
+
 // errBlocked marks a call whose wait ended because a JavaScript dialog
 // opened (or was open): the page answers nothing until it is answered.
 var errBlocked = fmt.Errorf("%w while a JavaScript dialog is open", ErrUnresponsive)
@@ -582,6 +600,10 @@ func (d *Display) translate(ctx context.Context, err error) error {
 		return err
 	}
 	if errors.Is(err, pw.ErrTargetClosed) {
+		if d.tab().state.isClosed() && d.check() == nil {
+			// Only the tab closed: the display goes on in another.
+			return errTabClosed
+		}
 		return fmt.Errorf("%s: %w", playwrightText(err), screen.ErrGone)
 	}
 	if ctx.Err() != nil {

@@ -7,9 +7,9 @@
 // launched, or the Chromium of a remote Playwright browser server it
 // connected to (Config.WSEndpoint: a Playwright grid, or a
 // chromium.launchServer endpoint); closing a connected Browser disconnects
-// and leaves the server running. Each [Display] is one page in a browser
-// context of its own, so displays that share a browser share no cookies,
-// storage or history ([Browser.NewDisplay]). [Open] starts or connects a
+// and leaves the server running. Each [Display] is the pages (tabs) of a
+// browser context of its own, so displays that share a browser share no
+// cookies, storage or history ([Browser.NewDisplay]). [Open] starts or connects a
 // browser with one display for the common case of one session per
 // process. A Display implements the harness's Display interface, and the
 // inspection interfaces of the harness and the approval gate, by its
@@ -67,8 +67,14 @@
 // Dialog reports it, Capture returns the last image with the dialog in its
 // notes, and other actions fail with words saying to answer it. Upload
 // answers the file chooser a page opened. Downloads are refused, with a
-// note. The display shows its first tab only: a tab the page opens is
-// noted, and tab actions fail with an error wrapping screen.ErrUnsupported.
+// note.
+//
+// A tab that a page opens (a link with target=_blank, window.open) becomes
+// the active tab, which Capture shows and Perform acts on; Capture waits
+// for a tab a page said it opens (CDP's Page.windowOpen), since Playwright
+// announces it a little later. A tab that closes gives way to the last one
+// (to about:blank if none is left). ListTabs, SwitchTab and CloseTab list,
+// switch and close tabs; each change leaves a note listing them.
 //
 // A browser that exits, a connection to a server that closes, or a page
 // that crashes or closes, makes Capture and Perform fail with an error

@@ -128,17 +128,18 @@ func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (sc
 	return t, nil
 }
 
-// cdpSession returns the display's CDP session with its page, opening it
-// the first time. It runs in a call of d.run.
+// cdpSession returns the CDP session with the active tab's page, opening
+// it the first time. It runs in a call of d.run, which holds busy.
 func (d *Display) cdpSession() (pw.CDPSession, error) {
-	if d.cdp != nil {
-		return d.cdp, nil
+	tb := d.tab()
+	if tb.cdp != nil {
+		return tb.cdp, nil
 	}
-	s, err := d.bctx.NewCDPSession(d.page)
+	s, err := d.bctx.NewCDPSession(tb.page)
 	if err != nil {
 		return nil, fmt.Errorf("open a CDP session with the page: %w", err)
 	}
-	d.cdp = s
+	tb.cdp = s
 	return s, nil
 }
 
@@ -147,8 +148,9 @@ func (d *Display) cdpSession() (pw.CDPSession, error) {
 // with frames, not with frame ids: each frame of the page that has a
 // session of its own (an out-of-process one) is asked for its id.
 func (d *Display) frameSession(id string) (pw.CDPSession, error) {
-	for _, f := range d.page.Frames() {
-		if f == d.page.MainFrame() {
+	page := d.tab().page
+	for _, f := range page.Frames() {
+		if f == page.MainFrame() {
 			continue
 		}
 		s, err := d.bctx.NewCDPSession(f)

@@ -29,14 +29,14 @@ type pointer struct {
 // Dialog, which answers it, runs; other actions fail with words saying so.
 // Upload answers the file chooser the page opened.
 //
-// Screenshot, Wait, Zoom and CursorPosition are the harness's own business,
-// and the display shows one tab (ListTabs, SwitchTab, CloseTab): these give
-// an error wrapping screen.ErrUnsupported that says so.
+// A tab a page opens becomes the active one; ListTabs, SwitchTab and
+// CloseTab list, switch and close tabs. Screenshot, Wait, Zoom and
+// CursorPosition are the harness's own business: they give an error
+// wrapping screen.ErrUnsupported that says so.
 func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a := m.Action
-	dl, _, seen := d.state.currentDialog()
 	if a.Kind == actions.Dialog {
 		if err := d.answerDialog(ctx, a); err != nil {
 			return fmt.Errorf("%s: %w", a.Kind, err)
@@ -47,13 +47,20 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.Kind, err)
 	}
+	// Tabs that opened or closed since the last call, first: the action
+	// goes to the tab the model was last shown.
+	err = d.run(ctx, d.cfg.CommandTimeout, func(context.Context) error { return d.syncTabs() })
+	if err != nil && !errors.Is(err, errBlocked) {
+		return fmt.Errorf("%s: %w", a.Kind, err)
+	}
+	dl, _, seen := d.tab().state.currentDialog()
 	if dl != nil {
 		info, _ := d.Dialog()
 		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", a.Kind, describeDialog(info))
 	}
 	err = d.run(ctx, d.cfg.CommandTimeout+a.Duration+eventBudget*inputEvents(a), p)
 	if errors.Is(err, errBlocked) {
-		if _, _, now := d.state.currentDialog(); now != seen {
+		if _, _, now := d.tab().state.currentDialog(); now != seen {
 			// The action opened a dialog, which answers nothing until it
 			// is answered: the input was delivered. What is left of the
 			// action (a key still to release) runs after the answer.
@@ -111,8 +118,12 @@ func (d *Display) plan(a actions.Action) (func(ctx context.Context) error, error
 			return nil, fmt.Errorf("%w: no files", actions.ErrInvalid)
 		}
 		return func(context.Context) error { return d.upload(a.Files) }, nil
-	case actions.ListTabs, actions.SwitchTab, actions.CloseTab:
-		return nil, fmt.Errorf("%w: a Playwright display shows its first tab only; tabs a page opens are noted, not followed", screen.ErrUnsupported)
+	case actions.ListTabs:
+		return func(context.Context) error { return d.listTabs() }, nil
+	case actions.SwitchTab:
+		return func(context.Context) error { return d.switchTab(a.Tab) }, nil
+	case actions.CloseTab:
+		return func(context.Context) error { return d.closeTab(a.Tab) }, nil
 	case actions.Screenshot, actions.Wait, actions.Zoom, actions.CursorPosition:
 		return nil, fmt.Errorf("%w: %s is the harness's own business, not a display's", screen.ErrUnsupported, a.Kind)
 	}
@@ -143,7 +154,7 @@ func (d *Display) planPointer(a actions.Action) (func(ctx context.Context) error
 		}
 	}
 	return func(context.Context) error {
-		mouse := d.page.Mouse()
+		mouse := d.tab().page.Mouse()
 		at := d.pointer.at
 		if a.HasAt || a.Kind == actions.Move || a.Kind == actions.Scroll {
 			at = a.At
@@ -186,7 +197,7 @@ func (d *Display) moveTo(at actions.Point) error {
 		return nil
 	}
 	d.pointer = pointer{at, true}
-	return d.page.Mouse().Move(at.X, at.Y)
+	return d.tab().page.Mouse().Move(at.X, at.Y)
 }
 
 // Drag interpolation: consecutive moves are at most dragStep CSS px apart,
@@ -199,7 +210,7 @@ const (
 // drag presses at path[0], moves through the path and releases at its end.
 // If a move fails after the press, it still tries to release the button.
 func (d *Display) drag(path []actions.Point, button *pw.MouseButton) error {
-	mouse := d.page.Mouse()
+	mouse := d.tab().page.Mouse()
 	if err := d.moveTo(path[0]); err != nil {
 		return err
 	}
@@ -248,7 +259,7 @@ func modifierKeys(c actions.Chord) ([]string, error) {
 // hold presses keys in order, runs f, and releases the keys in reverse
 // order, even if f or a press failed.
 func (d *Display) hold(keys []string, f func() error) (err error) {
-	kb := d.page.Keyboard()
+	kb := d.tab().page.Keyboard()
 	var down []string
 	defer func() {
 		for i := len(down) - 1; i >= 0; i-- {
@@ -352,7 +363,7 @@ func (d *Display) planChord(c actions.Chord, hold time.Duration) (func(ctx conte
 // between keys once ctx ends: when a key opened a JavaScript dialog, the
 // rest is not typed after the dialog is answered, and a note says so.
 func (d *Display) typeText(ctx context.Context, text string, shiftHeld bool) error {
-	kb := d.page.Keyboard()
+	kb := d.tab().page.Keyboard()
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var pending strings.Builder
 	flush := func() error {
@@ -376,7 +387,7 @@ func (d *Display) typeText(ctx context.Context, text string, shiftHeld bool) err
 			return err
 		}
 		if ctx.Err() != nil {
-			d.state.note("typing stopped after %d of %d characters: the type action ended first (a dialog opened, or it was canceled or timed out), and the rest was not typed", typed, total)
+			d.tab().state.note("typing stopped after %d of %d characters: the type action ended first (a dialog opened, or it was canceled or timed out), and the rest was not typed", typed, total)
 			return context.Cause(ctx)
 		}
 		typed++
@@ -404,7 +415,7 @@ func (d *Display) typeText(ctx context.Context, text string, shiftHeld bool) err
 // navigate starts loading url and returns when the browser has committed
 // to the new document; Capture waits for the rest.
 func (d *Display) navigate(url string) error {
-	_, err := d.page.Goto(url, pw.PageGotoOptions{
+	_, err := d.tab().page.Goto(url, pw.PageGotoOptions{
 		WaitUntil: pw.WaitUntilStateCommit,
 		Timeout:   new(float64(d.cfg.CommandTimeout.Milliseconds())),
 	})
@@ -417,21 +428,21 @@ func (d *Display) navigate(url string) error {
 // history goes one step back (delta -1) or forward (+1) in the page's
 // history.
 func (d *Display) history(delta int) error {
-	before := d.page.URL()
+	before := d.tab().page.URL()
 	var (
 		resp pw.Response
 		err  error
 	)
 	timeout := new(float64(d.cfg.CommandTimeout.Milliseconds()))
 	if delta < 0 {
-		resp, err = d.page.GoBack(pw.PageGoBackOptions{WaitUntil: pw.WaitUntilStateCommit, Timeout: timeout})
+		resp, err = d.tab().page.GoBack(pw.PageGoBackOptions{WaitUntil: pw.WaitUntilStateCommit, Timeout: timeout})
 	} else {
-		resp, err = d.page.GoForward(pw.PageGoForwardOptions{WaitUntil: pw.WaitUntilStateCommit, Timeout: timeout})
+		resp, err = d.tab().page.GoForward(pw.PageGoForwardOptions{WaitUntil: pw.WaitUntilStateCommit, Timeout: timeout})
 	}
 	if err != nil {
 		return err
 	}
-	if resp == nil && d.page.URL() == before {
+	if resp == nil && d.tab().page.URL() == before {
 		if delta < 0 {
 			return errors.New("there is no previous page in this tab's history")
 		}

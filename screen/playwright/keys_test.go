@@ -85,7 +85,7 @@ func TestEveryKey(t *testing.T) {
 			t.Errorf("Perform(keypress %s) = %v", k, err)
 			continue
 		}
-		res, err := d.page.Evaluate("keys.splice(0)")
+		res, err := d.tab().page.Evaluate("keys.splice(0)")
 		if err != nil {
 			t.Fatalf("read the page's key events: %v", err)
 		}
@@ -115,11 +115,11 @@ func TestEveryKey(t *testing.T) {
 	for r := ' '; r <= '~'; r++ {
 		text = append(text, r)
 	}
-	if _, err := d.page.Evaluate(`(t => { t.value = ""; t.focus(); })(document.getElementById("t"))`); err != nil {
+	if _, err := d.tab().page.Evaluate(`(t => { t.value = ""; t.focus(); })(document.getElementById("t"))`); err != nil {
 		t.Fatalf("focus the text area: %v", err)
 	}
 	perform(t, d, actions.Action{Kind: actions.Type, Text: string(text) + "\nnext line"})
-	got, err := d.page.Evaluate(`document.getElementById("t").value`)
+	got, err := d.tab().page.Evaluate(`document.getElementById("t").value`)
 	if err != nil {
 		t.Fatalf("read the text area: %v", err)
 	}

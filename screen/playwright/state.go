@@ -21,8 +21,9 @@ type pageState struct {
 	// request starts or ends.
 	changed  chan struct{}
 	requests map[pw.Request]request
-	netGen   int64 // request starts and ends seen
-	gone     string
+	netGen   int64  // request starts and ends seen
+	gone     string // the page crashed
+	closed   bool   // the page was closed
 	events   []string
 	// dismiss makes the display dismiss dialogs as they open
 	// (Config.DismissDialogs); it is set before watch.
@@ -69,7 +70,12 @@ func (s *pageState) watch(p pw.Page) {
 	})
 	p.OnRequestFinished(s.finish)
 	p.OnRequestFailed(s.finish)
-	p.OnClose(func(pw.Page) { s.setGone("the tab was closed") })
+	p.OnClose(func(pw.Page) {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.poke()
+	})
 	p.OnCrash(func(pw.Page) {
 		s.setGone("the page crashed")
 		s.note("the page crashed")
@@ -244,6 +250,13 @@ func (s *pageState) setGone(cause string) {
 	}
 	s.mu.Unlock()
 	s.poke()
+}
+
+// isClosed reports whether the page was closed.
+func (s *pageState) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // goneCause says why the page can no longer work, or "" if it can.

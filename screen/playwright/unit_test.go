@@ -225,7 +225,7 @@ func TestPlanRefuses(t *testing.T) {
 }
 
 func TestClosedDisplay(t *testing.T) {
-	d := &Display{b: &Browser{}, state: newPageState(false), busy: make(chan struct{}, 1), closed: make(chan struct{})}
+	d := newDisplayValue(DisplayConfig{}, &Browser{})
 	close(d.closed)
 	err := d.run(context.Background(), 0, func(context.Context) error { return nil })
 	if !errors.Is(err, screen.ErrGone) {
