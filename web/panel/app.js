@@ -639,6 +639,8 @@
       marker: pick('marker') || null,
       shot: pick('shot') || '',
       modelText: str(pick('modelText')),
+      noDom: pick('noDom') === true,
+      note: str(pick('note')),
       deadline: pick('deadline') || '',
       safety: Array.isArray(pick('safetyChecks')) ? pick('safetyChecks') : [],
     };
@@ -790,7 +792,11 @@
       any = true;
       dl.append(el('dt', { text: k }), el('dd', { class: 't-' + k.toLowerCase().replace(/\s+/g, '-'), text: clip(v, 500) }));
     }
-    if (!any) dl.append(el('dt', { text: 'Element' }), el('dd', { text: 'nothing known' }));
+    if (a.noDom) {
+      // A desktop or VNC display: the rules saw the action alone.
+      dl.append(el('dt', { text: 'Element' }),
+        el('dd', { class: 't-nodom', text: 'unknown: this display has no DOM (' + (a.note || 'no DOM: decided on the action alone') + ')' }));
+    } else if (!any) dl.append(el('dt', { text: 'Element' }), el('dd', { text: 'nothing known' }));
     q('.a-model').textContent = a.modelText;
 
     // Labels need ids of their own per card.
