@@ -95,11 +95,18 @@ func (d *Display) takeAdded() []pw.Page {
 	return a
 }
 
-// activate makes tb the active tab; notes the old one left for the model
-// go with the display's. It runs in a call that holds busy.
+// activate makes tb the active tab and brings it to the front, where
+// Chromium draws it at full rate (unless a dialog blocks it, which would
+// block that call too); notes the old one left for the model go with the
+// display's. It runs in a call that holds busy.
 func (d *Display) activate(tb *tab) {
 	if old := d.cur.Swap(tb); old != nil && old != tb {
 		d.notes.add(old.state.takeEvents()...)
+	}
+	if dl, _, _ := tb.state.currentDialog(); dl == nil {
+		if err := tb.page.BringToFront(); err != nil {
+			d.b.log.Debug("bring a tab to the front", "err", err)
+		}
 	}
 }
 
@@ -213,9 +220,6 @@ func (d *Display) switchTab(i int) error {
 	}
 	if tb := d.tabs[i]; tb != d.tab() {
 		d.activate(tb)
-		if err := tb.page.BringToFront(); err != nil {
-			return fmt.Errorf("switch to tab %d: %w", i, err)
-		}
 	}
 	d.noteTabs()
 	return nil
