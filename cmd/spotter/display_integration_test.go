@@ -627,3 +627,141 @@ model:
 			r>>8, g>>8, bl>>8)
 	}
 }
+
+// A desktop session whose server stops while an approval is pending
+// resumes after the restart (Server.Start): a fresh desktop is started,
+// the approval is still pending, and once approved the turn goes on there.
+func TestServeRestoresADesktopSession(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	const token = "desktop-restore-token-0123456789abcdef"
+	data := t.TempDir()
+	proof := filepath.Join(t.TempDir(), "proof.txt")
+
+	// serveOnce runs spotter serve on data until stop is called.
+	serveOnce := func() (base string, stop func()) {
+		pr, pw := io.Pipe()
+		sctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		var stderr bytes.Buffer
+		go func() {
+			err := serveCmd(sctx, []string{"--addr", "127.0.0.1:0", "--data", data, "--isolate", "none", "--token", token,
+				"--displays", "desktop"}, pw, &stderr)
+			pw.CloseWithError(io.EOF)
+			done <- err
+		}()
+		listening := make(chan string, 1)
+		go func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				if u, ok := strings.CutPrefix(sc.Text(), "spotter: listening on "); ok {
+					listening <- u
+				}
+			}
+			close(listening)
+		}()
+		stop = func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v\n%s", err, stderr.String())
+			}
+		}
+		select {
+		case u, ok := <-listening:
+			if !ok {
+				stop()
+				t.Fatalf("serve exited before listening")
+			}
+			return u, stop
+		case <-ctx.Done():
+			stop()
+			t.Fatal("serve did not listen")
+		}
+		return "", stop
+	}
+	call := func(base, method, path string, body any, into any) {
+		t.Helper()
+		var r io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			r = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequestWithContext(ctx, method, base+path, r)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
+		}
+		if into != nil {
+			if err := json.Unmarshal(b, into); err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+		}
+	}
+	// pending waits for the session's one pending approval and returns its
+	// id.
+	pending := func(base, id string) string {
+		t.Helper()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var list struct {
+				Approvals []struct {
+					ID string `json:"id"`
+				} `json:"approvals"`
+			}
+			call(base, "GET", "/approvals?status=pending&session="+id, nil, &list)
+			if len(list.Approvals) == 1 {
+				return list.Approvals[0].ID
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("no pending approval for session %s at the deadline", id)
+			case <-tick.C:
+			}
+		}
+	}
+
+	base, stop := serveOnce()
+	spec := map[string]any{
+		"messages": []any{map[string]any{"role": "user", "content": "type a line"}},
+		"model": map[string]any{"provider": "script", "turns": []any{
+			map[string]any{"say": "I click into the terminal.", "actions": []any{map[string]any{"type": "click", "x": 100, "y": 100}}},
+			map[string]any{"say": "I type.", "actions": []any{map[string]any{"type": "type", "text": "restored-ok\n"}}},
+			map[string]any{"say": "Done."},
+		}},
+		"display":   map[string]any{"backend": "desktop", "width": 1024, "height": 768, "command": xtermCat(proof)},
+		"approvals": map[string]any{"supervise": "all"},
+	}
+	b, _ := json.Marshal(spec)
+	req, _ := http.NewRequestWithContext(ctx, "PUT", base+"/session", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Header.Get("X-Session-Id")
+	io.Copy(io.Discard, resp.Body) // ends once the click waits for a human
+	resp.Body.Close()
+	first := pending(base, id)
+	stop()
+
+	base, stop = serveOnce()
+	defer stop()
+	if again := pending(base, id); again != first {
+		t.Fatalf("after the restart the pending approval is %s, want %s", again, first)
+	}
+	call(base, "POST", "/approvals/"+first, map[string]any{"decision": "approve"}, nil)
+	second := pending(base, id)
+	call(base, "POST", "/approvals/"+second, map[string]any{"decision": "approve"}, nil)
+	waitFile(ctx, t, proof, "restored-ok\n")
+	call(base, "POST", "/session/"+id+"/stop", nil, nil)
+}
