@@ -51,7 +51,9 @@ import (
 //     changed the page (until cleared);
 //   - a setTimeout of at most maxLoopPeriod, or an animation frame, that a
 //     callback run which changed the page scheduled, until it runs or is
-//     cleared: the next step of a chain.
+//     cleared: the next step of a chain; also one that the run of a short
+//     timer counted in answer to input scheduled, changed or not, as the
+//     first step of an animation often changes nothing (its progress is 0).
 //
 // A poll changes nothing, so it is never counted past its first run; a
 // loop that changes the page forever is an endless animation, which
@@ -110,8 +112,10 @@ var timerScript = `(() => {
 	}
 	// tracked runs fn as a timer's callback and reports whether the run
 	// changed the page; the short timers and frames it scheduled become
-	// animation steps if it did.
-	const tracked = (fn, self, a) => {
+	// animation steps if it did, or if the run is of a timer counted in
+	// answer to input (grace): the first step of an animation often
+	// changes nothing yet (its progress is 0).
+	const tracked = (fn, self, a, grace) => {
 		if (mo) changes += mo.takeRecords().length;
 		const prevSteps = steps, mine = [];
 		steps = mine; drew = false;
@@ -123,7 +127,7 @@ var timerScript = `(() => {
 			changes += n;
 			changed = n > 0 || drew || scrolled;
 			drew = false; scrolled = false;
-			if (changed) for (const s of mine) if (!s.done) { s.anim = true; anim++; }
+			if (changed || grace) for (const s of mine) if (!s.done) { s.anim = true; anim++; }
 			tracked.changed = changed;
 		}
 	};
@@ -151,7 +155,7 @@ var timerScript = `(() => {
 				stepDone(stepOf.get(id)); stepOf.delete(id);
 				running = fn;
 				if (c) { lastFire = now(); fireDepth = d + 1; }
-				try { return tracked(fn, this, a); }
+				try { return tracked(fn, this, a, c); }
 				finally { running = prev; if (c) { pending--; send(); } }
 			};
 			id = Reflect.apply(schedule, globalThis, [run, delay, ...args]);
@@ -181,7 +185,7 @@ var timerScript = `(() => {
 		const run = function (...a) {
 			const prev = running;
 			running = fn;
-			try { return tracked(fn, this, a); }
+			try { return tracked(fn, this, a, false); }
 			finally {
 				running = prev;
 				if (tracked.changed) { l.idle = 0; if (!l.counted && loops.has(id)) { l.counted = true; anim++; } }
