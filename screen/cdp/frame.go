@@ -51,6 +51,10 @@ type frameControl struct {
 	// animationsJS, if probed.
 	changes int64
 	probed  bool
+	// held says that this display holds the browser's frame lock across
+	// frames (hold), so that frame does not take it again.
+	held bool
+	mu   *sync.Mutex // the browser's frame lock, or one of its own in unit tests
 }
 
 // keptShot is the last screenshot a frame took, and what it is of. It
@@ -166,17 +170,51 @@ func (f *frameControl) apply(ctx context.Context, o output) error {
 	return nil
 }
 
-// frame runs one frame, with a screenshot if shot is not nil.
-func (f *frameControl) frame(ctx context.Context, shot *headlessexperimental.ScreenshotParams) (headlessexperimental.BeginFrameResult, error) {
-	// Frames of two displays of one frame-controlled browser must not
-	// overlap, or Chromium answers with frames of the wrong window and,
-	// under load, exits: the browser's lock (Browser.frameMu) orders them.
-	mu := f.d.frameMu
-	if mu == nil {
-		mu = new(sync.Mutex) // unit tests: no browser to share
+// lock returns the browser's frame lock. Frames of two displays of one
+// frame-controlled browser must not overlap, or Chromium answers with
+// frames of the wrong window and, under load, exits: the browser's lock
+// (Browser.frameMu) orders them.
+func (f *frameControl) lock() *sync.Mutex {
+	if f.mu == nil {
+		f.mu = f.d.frameMu
+		if f.mu == nil {
+			f.mu = new(sync.Mutex) // unit tests: no browser to share
+		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	return f.mu
+}
+
+// hold takes the browser's frame lock until unhold, for frames that run
+// back to back: the frames of a settle's burst, a screenshot's. Taking
+// it for each frame instead would queue each frame of a step behind
+// every other display's, so that on a browser shared by many sessions
+// every step took as long as all of them together. A display lets go
+// whenever it waits (between paced frames): others' frames run then.
+// Calls to hold and unhold of one display come from the goroutine that
+// holds the display's lock.
+func (f *frameControl) hold() {
+	if !f.held {
+		f.lock().Lock()
+		f.held = true
+	}
+}
+
+// unhold lets go of what hold took.
+func (f *frameControl) unhold() {
+	if f.held {
+		f.held = false
+		f.lock().Unlock()
+	}
+}
+
+// frame runs one frame, with a screenshot if shot is not nil, under the
+// browser's frame lock (taken for it, unless held).
+func (f *frameControl) frame(ctx context.Context, shot *headlessexperimental.ScreenshotParams) (headlessexperimental.BeginFrameResult, error) {
+	if !f.held {
+		mu := f.lock()
+		mu.Lock()
+		defer mu.Unlock()
+	}
 	res, err := call(ctx, f.d, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: shot})
 	after := f.afterShot
 	f.clean, f.afterShot = false, shot != nil && err == nil
@@ -282,6 +320,8 @@ func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Du
 	}
 	s := settling{f: f, start: start, deadline: start.Add(timeout), timeout: timeout}
 	defer s.stop()
+	f.hold()
+	defer f.unhold()
 	if n := d.state.inputCount(); n != d.fenced {
 		d.fenced = n
 		s.ask = true
@@ -309,7 +349,10 @@ func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Du
 		if s.deadline.Before(wake) {
 			wake = s.deadline
 		}
-		if err := f.wait(ctx, wake); err != nil {
+		f.unhold() // others' frames run while this page waits
+		err = f.wait(ctx, wake)
+		f.hold()
+		if err != nil {
 			return screen.Settle{}, fmt.Errorf("settle: %w", err)
 		}
 	}
@@ -383,6 +426,10 @@ func (s *settling) decide(ctx context.Context, damaged bool) (bool, error) {
 			p, s.ask = s.f.ask(ctx), false
 		}
 		s.probe = nil
+		// Others' frames run while the page answers (a page that hangs
+		// holds up no other display).
+		s.f.unhold()
+		defer s.f.hold()
 		for {
 			<-p.done
 			if fatal(ctx, p.err) {
@@ -534,6 +581,8 @@ func (f *frameControl) shotParams(r captureReq) *headlessexperimental.Screenshot
 // shot runs frames with a screenshot until one comes back of o's size, at
 // most maxEmptyShots.
 func (f *frameControl) shot(ctx context.Context, o output, sp *headlessexperimental.ScreenshotParams) ([]byte, error) {
+	f.hold()
+	defer f.unhold()
 	for range maxEmptyShots {
 		res, err := f.frame(ctx, sp)
 		if err != nil {
