@@ -577,6 +577,11 @@ func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.
 		ds.Width, ds.Height = 1280, 800
 	}
 	ds.DPR = cmp.Or(ds.DPR, 1)
+	ws := ds.Spec()
+	ws.Defaults()
+	if err := errors.Join(ws.Check(), ws.CheckStartURL(mc.StartURL)); err != nil {
+		return nil, fmt.Errorf("web: MCP display: %w", err)
+	}
 	var policy actions.Policy
 	if mc.Policy != nil {
 		policy = *mc.Policy
