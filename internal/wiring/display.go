@@ -156,10 +156,10 @@ type DisplayRequest struct {
 
 // A Display is what OpenDisplay returns: a harness.Display that starts
 // itself anew when it dies, which the caller must close. A browser display
-// (chromium, playwright) is a *BrowserDisplay, which also says what lies under a point
-// (HitTest, Focused) and which dialog is open; the others are an
-// *OpenedDisplay, which has no DOM: the approval rules then decide on the
-// action alone, and say so.
+// (chromium, playwright) is a *BrowserDisplay, which also says what lies
+// under a point (HitTest, Focused) and which dialog is open; the others
+// are an *OpenedDisplay, which has no DOM: the approval rules then decide
+// on the action alone, and say so.
 type Display interface {
 	Capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error)
 	Perform(ctx context.Context, m screen.Mapped) error
@@ -178,14 +178,16 @@ type inner interface {
 	Close(ctx context.Context) error
 }
 
-// OpenedDisplay is a browser display, in a sandbox or not, that starts
-// itself anew when its sandbox or browser dies. It is a harness.Display. Its
-// methods may be called from several goroutines, one at a time. The caller
-// must call Close.
+// OpenedDisplay is a display of any backend, in a sandbox or not, that
+// starts itself anew when it (or its sandbox) dies. It is a
+// harness.Display. Its methods may be called from several goroutines, one
+// at a time. The caller must call Close.
 //
 // When the display dies (an error wrapping screen.ErrGone or
 // isolate.ErrDead: out of memory, a crash), Perform and Capture close what is
-// left of it and open a fresh one, in a fresh sandbox, at the last URL seen.
+// left of it and open a fresh one, in a fresh sandbox, at the last URL seen
+// (a desktop or a VNC connection has none: a fresh desktop is started, a
+// VNC server connected to again).
 // A Perform that died returns an error for the model that says so; it wraps
 // isolate.ErrDead (and isolate.ErrOOM) but not screen.ErrGone, so the run
 // goes on. A Capture returns the fresh display's screenshot with a note in
