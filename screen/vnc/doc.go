@@ -23,10 +23,10 @@
 //
 // # Settling
 //
-// Perform returns once the server has handled the input: the client asks
+// Perform returns once the server has handled its input: the client asks
 // for the Fence pseudo-encoding and, with a server that does fences (as
-// TigerVNC does), follows the input with a fence and waits for its answer.
-// Capture then waits, bounded by Config.SettleTimeout, until the screen
+// TigerVNC does), follows the input with a fence and waits for its
+// answer. Capture then waits, bounded by Config.SettleTimeout, until the screen
 // has settled: no update for a quiet window, and, when input was handled
 // after the latest update, a reaction time without one (an input that
 // changes nothing must not hold a capture up for long). Both adapt to a
@@ -62,7 +62,6 @@
 //
 // # Keys and the mouse
 //
-
 // Keys are sent as X keysyms from the actions key table, characters of a US
 // keyboard that need Shift with Shift held, and other characters as their
 // own keysyms (Latin-1 keysyms, or 0x01000000 plus the code point). Xvnc
@@ -73,7 +72,7 @@
 // server, and the client cannot tell. Applications see each such character
 // as a key press: Chromium reports a keydown with an empty key for it, as
 // its keymap lags behind Xvnc's mapping, and may drop the first use of a
-// newly mapped character.
+// newly mapped character, now and then: the race is Chromium's.
 //
 // The client asks for the LEDState pseudo-encoding and keeps NumLock on
 // and CapsLock off before the keys it sends (Dial sets them so), so that
@@ -83,11 +82,12 @@
 // The clicks of a double or triple click go out 20 ms apart, each after
 // the server handled the previous one, so that X stamps them with distinct
 // times (Chromium counts presses of the same millisecond as separate
-// clicks). A drag stops for 50 ms, a few frames, at every point of its
-// path, so that applications that merge queued motion events (Chromium,
-// GTK) still see the pointer at each point. Wheel scrolling is sent as
-// presses of buttons 4 to 7, one per Config.WheelStep pixels (default
-// [DefaultWheelStep], the 120 px Chromium on X scrolls per step).
+// clicks). A drag stops at every point of its path for 50 ms, a few
+// frames (longer on a desktop that reacts to input late), so that
+// applications that merge queued motion events (Chromium, GTK) still see
+// the pointer at each point. Wheel scrolling is sent as presses of buttons
+// 4 to 7, one per Config.WheelStep pixels (default [DefaultWheelStep], the
+// 120 px Chromium on X scrolls per step).
 //
 // A connection that drops, or a server that sends something this client
 // cannot parse, makes Capture and Perform fail with an error that wraps

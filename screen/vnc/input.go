@@ -28,9 +28,9 @@ const (
 )
 
 // Perform runs one mapped action; its coordinates are screen pixels. It
-// returns once the server has handled the input (when it does fences, as
-// TigerVNC does; otherwise once the input has been written to it), not
-// when the screen has settled (Capture waits for that). Modifier keys of a pointer
+// returns once the server has handled the input (with a server that does
+// fences, as TigerVNC does; otherwise once the input is written to it),
+// not when the screen has settled (Capture waits for that). Modifier keys of a pointer
 // action are held around it, and every key and button an action presses
 // is released before it returns, unless the action is a MouseDown.
 //
@@ -53,7 +53,8 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	if err == nil || !errors.Is(err, actions.ErrInvalid) && !errors.Is(err, screen.ErrUnsupported) && !errors.Is(err, screen.ErrOutOfBounds) {
 		// Input went out (actions are checked whole before any of
 		// it is sent): the next capture waits for its effects, from
-		// when the server has handled it.
+		// when the server has handled it, which a loaded server may
+		// do late.
 		if _, serr := d.sync(ctx); err == nil {
 			err = serr
 		}
@@ -133,14 +134,29 @@ func (d *Display) pixel(p actions.Point) (image.Point, error) {
 //     still within Xt's 200 ms multi-click time.
 //   - Chromium and GTK merge the motion events that are queued together
 //     (Chromium into one mousemove per frame). So a drag stops at every
-//     point of its path for dragDwell, a few frames, once the server has
-//     handled the moves that lead there: the application sees the pointer
-//     at each point the action named. The interpolated moves between them
-//     go out together, for applications that follow every motion event.
+//     point of its path, once the server has handled the moves that lead
+//     there, for dragDwell (a few frames) or the longest of the desktop's
+//     latest reactions to input if that is longer (a loaded machine
+//     handles input late), at most half a second: the application sees
+//     the pointer at each point the action named. The interpolated moves
+//     between them go out together, for applications that follow every
+//     motion event.
 const (
 	clickGap  = 20 * time.Millisecond
 	dragDwell = 50 * time.Millisecond
 )
+
+// dwell returns how long a drag stops at each point of its path (see
+// dragDwell).
+func (d *Display) dwell() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	wait := dragDwell
+	for _, r := range d.reactions {
+		wait = max(wait, min(r, maxReactionWait/2))
+	}
+	return wait
+}
 
 // pause waits until the server has handled the input sent so far, then
 // for d more.
@@ -333,8 +349,9 @@ func (d *Display) drag(ctx context.Context, segs [][]image.Point, bit uint8) err
 	if err != nil {
 		return err
 	}
+	dwell := d.dwell()
 	for _, seg := range segs[1:] {
-		if err = d.pause(ctx, dragDwell); err != nil {
+		if err = d.pause(ctx, dwell); err != nil {
 			break
 		}
 		err = d.send(func(b []byte) []byte {
@@ -349,7 +366,7 @@ func (d *Display) drag(ctx context.Context, segs [][]image.Point, bit uint8) err
 		}
 	}
 	if err == nil {
-		err = d.pause(ctx, dragDwell)
+		err = d.pause(ctx, dwell)
 	}
 	rerr := d.send(func(b []byte) []byte {
 		d.buttons &^= bit
