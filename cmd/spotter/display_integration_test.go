@@ -494,7 +494,7 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	// call is answered with an error that says why.
 	execProof := filepath.Join(t.TempDir(), "proof.txt")
 	var es struct {
-		ID    string `json:"id"`
+		ID    string             `json:"id"`
 		Image struct{ W, H int } `json:"image"`
 	}
 	okJSON("POST", "/executor/sessions", map[string]any{"provider": "anthropic",
