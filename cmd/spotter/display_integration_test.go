@@ -490,8 +490,7 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	okJSON("POST", "/session/"+id+"/stop", nil, nil)
 
 	// An executor session on a desktop: the client's own loop posts
-	// Anthropic tool_use blocks, which reach the terminal; a browser-only
-	// call is answered with an error that says why.
+	// Anthropic tool_use blocks, which reach the terminal.
 	execProof := filepath.Join(t.TempDir(), "proof.txt")
 	var es struct {
 		ID    string             `json:"id"`
