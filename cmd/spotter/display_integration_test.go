@@ -216,47 +216,7 @@ func TestMCPOpensADesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pr, pw := io.Pipe()
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		err := mcpCmd(sctx, []string{"--http", "127.0.0.1:0", "--display", display, "--policy", policy}, io.Discard, pw)
-		pw.CloseWithError(io.EOF)
-		done <- err
-	}()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("spotter mcp: %v", err)
-		}
-	}()
-	addr := make(chan string, 1)
-	go func() {
-		defer close(addr)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "spotter mcp: streamable HTTP on "); ok {
-				addr <- u
-			}
-		}
-	}()
-	var endpoint string
-	select {
-	case u, ok := <-addr:
-		if !ok {
-			t.Fatal("spotter mcp exited before it listened")
-		}
-		endpoint = u
-	case <-ctx.Done():
-		t.Fatal("spotter mcp did not listen")
-	}
-
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", endpoint, err)
-	}
-	defer cs.Close()
+	cs := startMCP(ctx, t, "--display", display, "--policy", policy)
 	callTool := func(name string, args map[string]any) (images int, errText string) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
@@ -773,4 +733,77 @@ func TestServeRestoresADesktopSession(t *testing.T) {
 	call(base, "POST", "/approvals/"+second, map[string]any{"decision": "approve"}, nil)
 	waitFile(ctx, t, proof, "restored-ok\n")
 	call(base, "POST", "/session/"+id+"/stop", nil, nil)
+}
+
+// startMCP runs `spotter mcp --http` with args in this process until the
+// test ends, and returns a client session connected to it.
+func startMCP(ctx context.Context, t *testing.T, args ...string) *sdk.ClientSession {
+	t.Helper()
+	pr, pw := io.Pipe()
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := mcpCmd(sctx, append([]string{"--http", "127.0.0.1:0"}, args...), io.Discard, pw)
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("spotter mcp: %v", err)
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		defer close(addr)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "spotter mcp: streamable HTTP on "); ok {
+				addr <- u
+			}
+		}
+	}()
+	var endpoint string
+	select {
+	case u, ok := <-addr:
+		if !ok {
+			t.Fatal("spotter mcp exited before it listened")
+		}
+		endpoint = u
+	case <-ctx.Done():
+		t.Fatal("spotter mcp did not listen")
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// spotter mcp's default display is a Chromium of each session's own, on
+// the start page.
+func TestMCPChromium(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cs := startMCP(ctx, t, "--demo")
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "screenshot"}})
+	if err != nil || res.IsError {
+		t.Fatalf("screenshot = %v, %+v", err, res)
+	}
+	images := 0
+	for _, c := range res.Content {
+		if _, ok := c.(*sdk.ImageContent); ok {
+			images++
+		}
+	}
+	if images != 1 {
+		t.Errorf("screenshot gave %d images, want 1", images)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "click", "at": map[string]any{"x": 10, "y": 10}}})
+	if err != nil || res.IsError {
+		t.Fatalf("click = %v, %+v", err, res)
+	}
 }
