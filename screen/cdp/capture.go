@@ -347,7 +347,8 @@ func (d *Display) settle(ctx context.Context, timeout time.Duration) (screen.Set
 			case err != nil:
 				// A page that cannot answer, quiet otherwise.
 				return screen.Settle{Waited: now.Sub(start)}, nil
-			case a.running():
+			case a.running() || a.endless > 0:
+				a.css += a.endless
 				q = quietness{wake: now.Add(animationPoll), reason: a.String()}
 			case d.state.status(now, d.cfg.QuietWindow, timeout).quiet:
 				d.probedIdle(probeFrames, probeInputs)

@@ -218,22 +218,24 @@ func (d *Display) watchTimers(ctx context.Context) error {
 
 // animationsJS asks the page what still animates: the CSS animations, CSS
 // transitions and Web Animations that run (or wait out a delay) and will
-// end, and the script animations that timerScript counts. Endless
-// animations (iterations: Infinity) are not counted: they never end, so
-// only the frames they draw can tell whether they show (a spinner that
-// spins draws; one hidden by opacity or off screen does not).
+// end, and the script animations that timerScript counts; and, apart,
+// the endless ones (iterations: Infinity). FrameControl does not wait for
+// endless ones: they never end, so only the frames they draw can tell
+// whether they show (a spinner that spins draws; one hidden by opacity or
+// off screen does not). Screencast mode waits for them, as its frames of
+// a compositor animation can look like pauses on a loaded machine.
 var animationsJS = `(() => {
-	let css = 0;
+	let css = 0, endless = 0;
 	for (const a of document.getAnimations()) {
 		if (a.playState !== "running") continue;
 		const t = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming() : null;
-		if (t && t.iterations === Infinity) continue;
-		css++;
+		if (t && t.iterations === Infinity) endless++;
+		else css++;
 	}
 	const f = globalThis[` + strconv.Quote(animProbeName) + `];
 	let r = [0, -1];
 	try { if (typeof f === "function") r = f(); } catch (e) {}
-	return [css, Number(r[0]) || 0, Number(r[1])];
+	return [css, Number(r[0]) || 0, Number(r[1]), endless];
 })()`
 
 // animations is the answer of animationsJS. changes counts what the page
@@ -242,6 +244,7 @@ var animationsJS = `(() => {
 type animations struct {
 	css, script int
 	changes     int64
+	endless     int // running CSS or Web Animations that never end
 }
 
 func (a animations) running() bool { return a.css > 0 || a.script > 0 }
@@ -269,9 +272,9 @@ func (d *Display) animations(ctx context.Context) (animations, error) {
 	if err != nil {
 		return animations{}, err
 	}
-	var n [3]int64
+	var n [4]int64
 	if res.ExceptionDetails != nil || res.Result == nil || json.Unmarshal(res.Result.Value, &n) != nil {
 		return animations{changes: -1}, nil
 	}
-	return animations{css: int(max(n[0], 0)), script: int(max(n[1], 0)), changes: max(n[2], -1)}, nil
+	return animations{css: int(max(n[0], 0)), script: int(max(n[1], 0)), changes: max(n[2], -1), endless: int(max(n[3], 0))}, nil
 }
