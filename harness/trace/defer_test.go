@@ -2,16 +2,18 @@ package trace
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spotter-harness/spotter/screen"
 )
 
 // TestDeferShotSync checks that a deferred screenshot is whole and named at
-// once, that SyncShots syncs each file written since (a file gone before
-// its sync is an error) and only those, and that Close syncs what is left.
+// once, that SyncShots returns once each file written since is synced, with
+// their errors, and that Close waits for what is left.
 func TestDeferShotSync(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	w, err := Create(dir)
@@ -32,17 +34,30 @@ func TestDeferShotSync(t *testing.T) {
 	if err := w.SyncShots(); err != nil {
 		t.Errorf("SyncShots() with nothing new = %v", err)
 	}
-	// A file removed before its sync shows that SyncShots syncs it.
-	name, err = w.WriteShot(screen.Shot{Frame: testFrame("f2"), Data: pngSignature})
-	if err != nil {
+
+	// SyncShots waits for the sync and returns its error.
+	release := make(chan struct{})
+	var synced atomic.Bool
+	w.mu.Lock()
+	w.sync = func(name string) error {
+		<-release
+		synced.Store(true)
+		return errors.New("disk gone")
+	}
+	w.mu.Unlock()
+	if _, err := w.WriteShot(screen.Shot{Frame: testFrame("f2"), Data: pngSignature}); err != nil {
 		t.Fatalf("WriteShot() = %v", err)
 	}
-	if err := os.Remove(filepath.Join(dir, name)); err != nil {
-		t.Fatal(err)
+	got := make(chan error, 1)
+	go func() { got <- w.SyncShots() }()
+	close(release)
+	if err := <-got; err == nil || !synced.Load() {
+		t.Errorf("SyncShots() = %v, synced %v, want the sync's error after it ran", err, synced.Load())
 	}
-	if err := w.SyncShots(); err == nil {
-		t.Errorf("SyncShots() of a removed file = nil, want an error")
-	}
+
+	w.mu.Lock()
+	w.sync = syncFile
+	w.mu.Unlock()
 	if _, err := w.WriteShot(screen.Shot{Frame: testFrame("f3"), Data: pngSignature}); err != nil {
 		t.Fatalf("WriteShot() = %v", err)
 	}

@@ -179,10 +179,12 @@ type Writer struct {
 	seq    int       // the highest Seq written
 	err    error     // the first failed write; no write follows it
 	closed bool
-	// deferSync, set by DeferShotSync, leaves the sync of screenshot
-	// files to SyncShots; unsynced holds their paths until then.
+	// deferSync, set by DeferShotSync, syncs each screenshot file on a
+	// goroutine of its own; unsynced holds their outcomes until SyncShots
+	// (or Close) waits for them.
 	deferSync bool
-	unsynced  []string
+	unsynced  []chan error
+	sync      func(name string) error // syncFile; tests replace it
 }
 
 // Create makes dir (and its parents) with an empty events.jsonl and a shots
@@ -196,7 +198,7 @@ func Create(dir string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create trace %s: %w", dir, err)
 	}
-	return &Writer{dir: dir, now: time.Now, file: f, out: f}, nil
+	return &Writer{dir: dir, now: time.Now, file: f, out: f, sync: syncFile}, nil
 }
 
 // Dir returns the trace directory.
@@ -260,46 +262,47 @@ func (w *Writer) WriteShot(s screen.Shot) (string, error) {
 	}
 	dir := filepath.Join(w.dir, ShotsDir)
 	w.mu.Lock()
-	deferSync := w.deferSync
+	deferSync, sync := w.deferSync, w.sync
 	w.mu.Unlock()
 	if err := writeFileAtomic(dir, name, s.Data, !deferSync); err != nil {
 		return "", fmt.Errorf("write screenshot %s: %w", name, err)
 	}
 	if deferSync {
+		synced := make(chan error, 1)
+		file := filepath.Join(dir, name)
+		go func() { synced <- sync(file) }()
 		w.mu.Lock()
-		w.unsynced = append(w.unsynced, filepath.Join(dir, name))
+		w.unsynced = append(w.unsynced, synced)
 		w.mu.Unlock()
 	}
 	return path.Join(ShotsDir, name), nil
 }
 
-// DeferShotSync makes later WriteShots return before their file is synced
-// to disk: SyncShots (or Close) syncs them. A caller that must not
-// acknowledge a screenshot before it is on disk calls SyncShots first,
-// and can do so while it waits for other writes (a database commit) to
-// reach the disk. Until then, a crash of the machine (not of the process)
-// may leave the file empty or lose it.
+// DeferShotSync makes later WriteShots return once their file is in
+// place, and sync it to disk on a goroutine of its own; SyncShots (or
+// Close) waits for that. A caller that must not acknowledge a screenshot
+// before it is on disk calls SyncShots first; the sync runs meanwhile, and
+// alongside other writes (a database commit). Until then, a crash of the
+// machine (not of the process) may leave the file empty or lose it. As
+// without DeferShotSync, the directory entries are synced by Close.
 func (w *Writer) DeferShotSync() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.deferSync = true
 }
 
-// SyncShots syncs the screenshot files written since DeferShotSync and
-// not yet synced, and the directory that names them, to disk.
+// SyncShots returns once the screenshot files written since DeferShotSync
+// are synced to disk (the syncs started by WriteShot are done), with their
+// errors.
 func (w *Writer) SyncShots() error {
 	w.mu.Lock()
-	files := w.unsynced
+	pending := w.unsynced
 	w.unsynced = nil
 	w.mu.Unlock()
-	if len(files) == 0 {
-		return nil
-	}
 	var err error
-	for _, f := range files {
-		err = errors.Join(err, syncFile(f))
+	for _, synced := range pending {
+		err = errors.Join(err, <-synced)
 	}
-	err = errors.Join(err, syncDir(filepath.Join(w.dir, ShotsDir)))
 	if err != nil {
 		return fmt.Errorf("sync screenshots of %s: %w", w.dir, err)
 	}
@@ -324,11 +327,11 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	files := w.unsynced
+	pending := w.unsynced
 	w.unsynced = nil
 	err := w.file.Sync()
-	for _, f := range files {
-		if serr := syncFile(f); err == nil {
+	for _, synced := range pending {
+		if serr := <-synced; err == nil {
 			err = serr
 		}
 	}
