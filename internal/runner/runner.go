@@ -150,7 +150,7 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	}
 	var mu sync.Mutex
 	var state *SandboxState // counted under mu
-	if o.Sandboxes != nil {
+	if o.Sandboxes != nil && t.Display.Sandboxed(o.Sandboxes.Backend()) {
 		req.Sandbox = isolate.Config{Name: t.Name, MemoryMiB: o.MemoryMiB, Logger: log}
 		req.Egress = wiring.EgressFor(policy.Hosts, startURL)
 		state = &SandboxState{Backend: o.Sandboxes.Backend(), Egress: req.Egress}

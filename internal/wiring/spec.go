@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -76,6 +77,22 @@ func (d DisplaySpec) Size() screen.Size { return screen.Size{W: d.Width, H: d.He
 // dialogs and a DOM to inspect; a desktop or a VNC server has none of them.
 func (d DisplaySpec) Browser() bool {
 	return d.Backend == "" || d.Backend == Chromium || d.Backend == Playwright
+}
+
+// Sandboxed reports whether OpenDisplay runs the display in a sandbox of
+// Sandboxes of backend b: Chromium always, Playwright behind the local
+// proxy (unless it connects to a server), a desktop only in containerd, and
+// a VNC server, which runs elsewhere, never.
+func (d DisplaySpec) Sandboxed(b isolate.Backend) bool {
+	switch d.Backend {
+	case "", Chromium:
+		return true
+	case Playwright:
+		return d.WSEndpoint == "" && b == isolate.Local
+	case Desktop:
+		return b == isolate.Containerd
+	}
+	return false
 }
 
 // Defaults fills in the defaults: chromium, 1280x800 at DPR 1.

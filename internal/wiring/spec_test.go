@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/spotter-harness/spotter/isolate"
 )
 
 // A display spec is checked at load time, with words that say what to
@@ -89,5 +91,25 @@ func TestOpenDisplayRefuses(t *testing.T) {
 				t.Errorf("OpenDisplay(%+v) = %v, want ErrSpec saying %q", tt.req.Display, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestSandboxed(t *testing.T) {
+	for _, tt := range []struct {
+		d    DisplaySpec
+		b    isolate.Backend
+		want bool
+	}{
+		{DisplaySpec{}, isolate.Containerd, true},
+		{DisplaySpec{Backend: Chromium}, isolate.Local, true},
+		{DisplaySpec{Backend: Desktop}, isolate.Containerd, true},
+		{DisplaySpec{Backend: Desktop}, isolate.Local, false},
+		{DisplaySpec{Backend: VNC, Address: "h:1"}, isolate.Containerd, false},
+		{DisplaySpec{Backend: Playwright}, isolate.Local, true},
+		{DisplaySpec{Backend: Playwright, WSEndpoint: "ws://h/x"}, isolate.Local, false},
+	} {
+		if got := tt.d.Sandboxed(tt.b); got != tt.want {
+			t.Errorf("%+v.Sandboxed(%s) = %v, want %v", tt.d, tt.b, got, tt.want)
+		}
 	}
 }
