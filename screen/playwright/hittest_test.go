@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -27,33 +23,6 @@ var (
 	_ approvals.HitTester     = (*Display)(nil)
 	_ approvals.FocusReporter = (*Display)(nil)
 )
-
-// TestHitJSIsCDPs checks that the hit-test script is screen/cdp's, so
-// that the approval rules see the same element on either browser backend.
-func TestHitJSIsCDPs(t *testing.T) {
-	const path = "../cdp/hittest.go"
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var theirs string
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "hitJS" || len(vs.Values) != 1 {
-			return true
-		}
-		if lit, ok := vs.Values[0].(*ast.BasicLit); ok {
-			theirs, err = strconv.Unquote(lit.Value)
-		}
-		return false
-	})
-	if err != nil || theirs == "" {
-		t.Fatalf("no hitJS string constant in %s (%v)", path, err)
-	}
-	if diff := cmp.Diff(theirs, hitJS); diff != "" {
-		t.Errorf("hitJS differs from %s's (-cdp +playwright):\n%s", path, diff)
-	}
-}
 
 // hitPages serves a page with a form, a link and two iframes: one of the
 // same origin, one of another site (localhost instead of 127.0.0.1). The
