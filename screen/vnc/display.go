@@ -51,9 +51,9 @@ type Config struct {
 	// before a capture; 0 means DefaultSettleTimeout.
 	SettleTimeout time.Duration
 	// QuietWindow is how long the screen must go without an update to
-	// count as settled, at least: twice the longest gap between the
-	// updates of the latest burst if that is longer (at most half a
-	// second; an animation on a loaded machine draws its frames further
+	// count as settled, at least: twice the longest of the latest gaps
+	// between the frames of an animation if that is longer (at most half
+	// a second; an animation on a loaded machine draws its frames further
 	// apart). 0 means DefaultQuietWindow.
 	QuietWindow time.Duration
 	// ReactionTime is how long after an input a capture waits at least
@@ -157,10 +157,10 @@ type Display struct {
 	// latest inputs that changed it (a ring of the latest ones).
 	reactions  [8]time.Duration
 	nreactions int
-	// burstGap is the longest gap between the updates of the latest
-	// burst: updates less than maxQuietWindow/2 apart, since the latest
-	// input.
-	burstGap  time.Duration
+	// gaps are the latest gaps between consecutive updates less than
+	// maxQuietWindow/2 apart, with no input between them (a ring).
+	gaps      [16]time.Duration
+	ngaps     int
 	changed   chan struct{} // closed and replaced at every update
 	events    []string      // things to tell the model at the next capture
 	err       error         // why the display is gone; nil while it works
@@ -356,11 +356,10 @@ func (d *Display) commit(m serverMsg) {
 				// the desktop took to react to it.
 				d.reactions[d.nreactions%len(d.reactions)] = now.Sub(d.inputAt)
 				d.nreactions++
-				d.burstGap = 0
 			} else if gap := now.Sub(d.damagedAt); gap < maxQuietWindow/2 {
-				d.burstGap = max(d.burstGap, gap)
-			} else {
-				d.burstGap = 0
+				// Another frame of what is changing the screen.
+				d.gaps[d.ngaps%len(d.gaps)] = gap
+				d.ngaps++
 			}
 			d.updates++
 			d.damagedAt = now
@@ -610,13 +609,18 @@ func (d *Display) appendLocks(b []byte, keypad bool) []byte {
 const maxQuietWindow = 500 * time.Millisecond
 
 // quietWindow returns how long the screen must go without an update to
-// count as settled: Config.QuietWindow, or twice the longest gap between
-// the updates of the latest burst if that is longer (at most
-// maxQuietWindow). An animation on a loaded machine draws its frames
-// further apart than the quiet window, and must not count as settled
-// between two of them. d.mu must be held.
+// count as settled: Config.QuietWindow, or twice the longest of the latest
+// gaps between the frames of an animation (consecutive updates less than
+// maxQuietWindow/2 apart) if that is longer, at most maxQuietWindow. An
+// animation on a loaded machine draws its frames further apart than the
+// quiet window, and must not count as settled between two of them.
+// d.mu must be held.
 func (d *Display) quietWindow() time.Duration {
-	return max(d.cfg.QuietWindow, min(2*d.burstGap, maxQuietWindow))
+	wait := d.cfg.QuietWindow
+	for _, g := range d.gaps {
+		wait = max(wait, min(2*g, maxQuietWindow))
+	}
+	return wait
 }
 
 // maxReactionWait bounds what the desktop's latest reactions add to the

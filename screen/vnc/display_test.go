@@ -910,3 +910,73 @@ func TestPacing(t *testing.T) {
 		})
 	}
 }
+
+func TestSettleAdapts(t *testing.T) {
+	red := color.RGBA{255, 0, 0, 255}
+	click := screen.Mapped{Action: actions.Action{Kind: actions.Click, At: actions.Pt(5, 5), HasAt: true}}
+	// paint paints after each of delays, one after the other.
+	paint := func(t *testing.T, f *fakeServer, delays ...time.Duration) {
+		for _, d := range delays {
+			time.Sleep(d)
+			if err := f.paint(image.Rect(0, 0, 8, 8), red); err != nil {
+				t.Errorf("paint: %v", err)
+				return
+			}
+		}
+	}
+	capture := func(t *testing.T, d *Display) screen.Settle {
+		shot, err := d.Capture(t.Context(), screen.CaptureOptions{})
+		if err != nil {
+			t.Fatalf("Capture() = %v", err)
+		}
+		return shot.Frame.Settle
+	}
+	perform := func(t *testing.T, d *Display) {
+		if err := d.Perform(t.Context(), click); err != nil {
+			t.Fatalf("Perform(%v) = %v", click.Action, err)
+		}
+	}
+
+	t.Run("an animation with frames far apart", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			d, f := dialFake(t, fakeOptions{}, Config{})
+			frames := []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
+			perform(t, d)
+			var wg sync.WaitGroup
+			wg.Go(func() { paint(t, f, frames...) })
+			// The first gap of 100 ms is longer than the quiet window.
+			if got, want := capture(t, d), 10*time.Millisecond+DefaultQuietWindow; got.Waited != want {
+				t.Errorf("Capture() during the first animation: settle %+v, want a wait of %v", got, want)
+			}
+			wg.Wait()
+			// Once the desktop has drawn frames 100 ms apart, the screen
+			// is quiet 200 ms after the last frame, not DefaultQuietWindow
+			// after the first.
+			perform(t, d)
+			wg.Go(func() { paint(t, f, frames...) })
+			if got, want := capture(t, d), 310*time.Millisecond+200*time.Millisecond; got.Waited != want || got.TimedOut {
+				t.Errorf("Capture() during the second animation: settle %+v, want a wait of %v", got, want)
+			}
+			wg.Wait()
+		})
+	})
+
+	t.Run("a desktop that reacts late", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			d, f := dialFake(t, fakeOptions{}, Config{})
+			perform(t, d)
+			var wg sync.WaitGroup
+			wg.Go(func() { paint(t, f, 280*time.Millisecond) })
+			if got, want := capture(t, d), 280*time.Millisecond+DefaultQuietWindow; got.Waited != want {
+				t.Errorf("Capture() after a reaction in 280 ms: settle %+v, want a wait of %v", got, want)
+			}
+			wg.Wait()
+			// The next input that changes nothing is waited for twice
+			// the latest reaction.
+			perform(t, d)
+			if got, want := capture(t, d), 560*time.Millisecond; got.Waited != want {
+				t.Errorf("Capture() after an input without effect: settle %+v, want a wait of %v", got, want)
+			}
+		})
+	})
+}

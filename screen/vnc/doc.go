@@ -31,9 +31,9 @@
 // after the latest update, a reaction time without one (an input that
 // changes nothing must not hold a capture up for long). Both adapt to a
 // loaded machine: the quiet window is Config.QuietWindow, or twice the
-// longest gap between the updates of the latest burst (at most half a
-// second), so that an animation whose frames come far apart is waited
-// for; the reaction time is Config.ReactionTime, or twice the longest of
+// longest of the latest gaps between the frames of an animation (updates
+// less than a quarter second apart; at most half a second), so that an
+// animation whose frames come far apart is waited for; the reaction time is Config.ReactionTime, or twice the longest of
 // the desktop's latest reactions to input (at most a second), so that a
 // desktop that paints late is waited for. Changes that happen on their
 // own, such as a window that opens seconds after a command, appear in

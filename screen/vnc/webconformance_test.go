@@ -94,8 +94,18 @@ func (b *browserDesktop) Perform(ctx context.Context, m screen.Mapped) error {
 	if m.Kind != actions.Navigate {
 		return b.Display.Perform(ctx, m)
 	}
+	updates, _ := vnc.Damage(b.Display)
 	if err := b.p.navigate(ctx, m.URL); err != nil {
 		return fmt.Errorf("navigate to %s: %w", m.URL, err)
+	}
+	// The page drew its first frames; wait until the desktop shows
+	// them, which a loaded machine may do late. A page that looks like
+	// the one before it changes no pixel, hence the bound.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		if n, _ := vnc.Damage(b.Display); n > updates {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling the display's updates, with the deadline above
 	}
 	b.mu.Lock()
 	b.url = m.URL
@@ -143,6 +153,7 @@ type pageProxy struct {
 	last     time.Time     // when the latest of those ended
 	pages    []string      // paths whose long poll has begun, in order
 	loads    map[string]bool
+	painted  map[string]bool       // by session: the page drew frames after its load event
 	scrolls  map[string]pageScroll // by session: the latest scroll offset a page reported
 }
 
@@ -153,8 +164,11 @@ type pageScroll struct {
 	x, y float64
 }
 
-// pollScript asks the proxy where to go next, again and again.
+// pollScript asks the proxy where to go next, again and again, and tells
+// it when the page has drawn its first frames after its load event.
 const pollScript = `<script>
+window.addEventListener("load", () => requestAnimationFrame(() => requestAnimationFrame(() =>
+  fetch("/__painted?s=" + encodeURIComponent(new URLSearchParams(location.search).get("s") || "")))));
 (async () => {
   for (;;) {
     try {
@@ -171,7 +185,7 @@ func startPageProxy(t *testing.T, target string) *pageProxy {
 	if err != nil {
 		t.Fatalf("the suite's pages at %q: %v", target, err)
 	}
-	p := &pageProxy{target: target, next: make(chan string, 1), changed: make(chan struct{}), loads: map[string]bool{}, scrolls: map[string]pageScroll{}}
+	p := &pageProxy{target: target, next: make(chan string, 1), changed: make(chan struct{}), loads: map[string]bool{}, painted: map[string]bool{}, scrolls: map[string]pageScroll{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = func(r *http.Response) error {
 		if !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
@@ -194,6 +208,10 @@ func startPageProxy(t *testing.T, target string) *pageProxy {
 		fmt.Fprint(w, "<!doctype html><body style='margin:0;background:#fff'>"+pollScript)
 	})
 	mux.HandleFunc("GET /__next", p.poll)
+	mux.HandleFunc("GET /__painted", func(w http.ResponseWriter, r *http.Request) {
+		s := r.URL.Query().Get("s")
+		p.update(func() { p.painted[s] = true })
+	})
 	mux.Handle("/", p.count(rp))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -305,8 +323,8 @@ func (p *pageProxy) navigate(ctx context.Context, u string) error {
 		return fmt.Errorf("the page shown asked for no next page: %w", context.Cause(ctx))
 	}
 	s := q.Query().Get("s")
-	if err := p.wait(ctx, func() bool { return p.loads[s] }); err != nil {
-		return fmt.Errorf("no load event from %s: %w", rest, err)
+	if err := p.wait(ctx, func() bool { return p.loads[s] && p.painted[s] }); err != nil {
+		return fmt.Errorf("no load event and frames from %s: %w", rest, err)
 	}
 	return nil
 }
@@ -328,14 +346,17 @@ func (p *pageProxy) scrolled(u string) actions.Point {
 // capture returns: their event reports follow input at once.
 const quietFor = 150 * time.Millisecond
 
-// quiet waits until the pages have had no request open for quietFor, at
-// most 5 seconds.
+// quiet waits until the pages have had no request open for quietFor, and
+// quietFor has passed since it was called (a loaded browser may send the
+// reports of an input's events late), at most 5 seconds.
 func (p *pageProxy) quiet(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	start := time.Now()
 	for {
 		p.mu.Lock()
 		busy, since := p.inflight > 0, time.Since(p.last)
+		since = min(since, time.Since(start))
 		changed := p.changed
 		p.mu.Unlock()
 		if !busy && since >= quietFor {
