@@ -177,8 +177,10 @@ type Display struct {
 }
 
 // Dial connects to the RFB server at addr on network ("tcp" or "unix", as
-// for net.Dial), authenticates, and waits for the first full picture of the
-// screen. ctx bounds all of that. The display runs one goroutine of its own,
+// for net.Dial), authenticates, waits for the first full picture of the
+// screen, and takes the pointer and the lock keys: it puts the pointer at
+// the centre of the screen, and turns NumLock on and CapsLock off (see the
+// package documentation). ctx bounds all of that. The display runs one goroutine of its own,
 // which reads from the server until Close. A refused password wraps
 // ErrAuth.
 func Dial(ctx context.Context, network, addr string, cfg Config) (*Display, error) {
@@ -477,11 +479,10 @@ const (
 // update has arrived.
 //
 // It puts the pointer at the centre of the screen, where X servers start
-// it: an RFB server draws the pointer into the pixels of a client that
+// it: TigerVNC draws the pointer into the pixels even for a client that
 // draws it itself (Cursor pseudo-encoding) until that client has put it
-// somewhere, and again a second after something else moved it
-// (TigerVNC's rule), so that captures never show the pointer only once
-// this client owns it.
+// somewhere, and again a second after something else moved it. Captures
+// show no pointer from then on.
 //
 // If the server tells the lock keys' state (LEDState), it turns NumLock
 // on and CapsLock off (see appendLocks): otherwise the first keypad key
