@@ -327,213 +327,237 @@ func (c *checker) pointer(t *testing.T) {
 	if !c.needs(t, Pointer) {
 		return
 	}
+	t.Run("click lands on the pixel", c.clickLandsOnPixel)
+	t.Run("click mapped from a scaled capture", c.clickMappedFromScaledCapture)
+	t.Run("buttons", c.clickButtons)
+	t.Run("multiple clicks", c.multipleClicks)
+	t.Run("modifiers", c.clickModifiers)
+	t.Run("press move release", c.pressMoveRelease)
+	t.Run("drag path", c.dragPath)
+}
+
+// clickLandsOnPixel checks that clicks land on the pixels they name, inside
+// the viewport and at its corners, as the events and the capture's marker
+// show.
+func (c *checker) clickLandsOnPixel(t *testing.T) {
 	vp := c.o.Viewport
-	t.Run("click lands on the pixel", func(t *testing.T) {
-		points := []actions.Point{{X: 37, Y: 211}, {X: 0, Y: 0}, {X: 450, Y: 300}, {X: float64(vp.W - 1), Y: float64(vp.H - 1)}}
-		var prev *actions.Point
-		for _, p := range points {
-			c.do(t, click(p))
-			shot, img := c.capture(t, screen.CaptureOptions{})
-			got := only(c.events(t), "mousedown", "mouseup", "click")
-			want := []event{
-				{Type: "mousedown", X: p.X, Y: p.Y, Buttons: 1, Detail: 1},
-				{Type: "mouseup", X: p.X, Y: p.Y, Detail: 1},
-				{Type: "click", X: p.X, Y: p.Y, Detail: 1},
-			}
-			if diff := cmp.Diff(want, mouseFields(got)); diff != "" {
-				t.Errorf("Perform(click at %v): events (-want +got):\n%s", p, diff)
-			}
-			// The capture shows the marker at the clicked pixel, and no
-			// longer where the previous click put it.
-			c.checkPixel(t, fmt.Sprintf("capture after a click at %v", p), shot, img, p, markerColor, tolPNG)
-			if prev != nil {
-				c.checkPixel(t, fmt.Sprintf("capture after a click at %v, where the previous click was", p), shot, img, *prev, white, tolPNG)
-			}
-			prev = &p
-		}
-	})
-
-	t.Run("click mapped from a scaled capture", func(t *testing.T) {
-		size := screen.Size{W: vp.W * 4 / 5, H: vp.H * 4 / 5}
-		shot, _ := c.capture(t, screen.CaptureOptions{Size: size})
-		c.events(t)
-		imgPt := actions.Pt(300, 180) // a model's click on the 0.8 image
-		m, err := shot.Frame.Map(actions.Action{Kind: actions.Click, At: imgPt, HasAt: true}, screen.Image)
-		if err != nil {
-			t.Fatalf("Frame.Map(click at %v) = %v", imgPt, err)
-		}
-		want := actions.Pt((imgPt.X+0.5)/0.8, (imgPt.Y+0.5)/0.8)
-		if math.Abs(m.At.X-want.X) > 1e-9 || math.Abs(m.At.Y-want.Y) > 1e-9 {
-			t.Fatalf("Frame.Map(click at %v) of frame %+v = %v, want %v", imgPt, shot.Frame, m.At, want)
-		}
-		c.perform(t, m)
-		after, img := c.capture(t, screen.CaptureOptions{Size: size})
-		clicks := only(c.events(t), "click")
-		if len(clicks) != 1 || math.Abs(clicks[0].X-want.X) > 1 || math.Abs(clicks[0].Y-want.Y) > 1 {
-			t.Errorf("Perform(click mapped to %v): click events %+v, want one within 1 px of it", m.At, clicks)
-		}
-		c.checkPixel(t, "scaled capture after the mapped click", after, img, want, markerColor, tolPNG)
-	})
-
-	t.Run("buttons", func(t *testing.T) {
-		tests := []struct {
-			button  actions.Button
-			dom     int // MouseEvent.button
-			buttons int // MouseEvent.buttons while pressed
-		}{
-			{actions.Left, 0, 1},
-			{actions.Right, 2, 2},
-			{actions.Middle, 1, 4},
-			{actions.Back, 3, 8},
-			{actions.Forward, 4, 16},
-		}
-		for _, tt := range tests {
-			t.Run(tt.button.String(), func(t *testing.T) {
-				p := actions.Pt(200, 250)
-				a := click(p)
-				a.Button = tt.button
-				if !c.needs(t, capabilityOf(a), a) {
-					return
-				}
-				c.do(t, a)
-				c.settle(t)
-				got := mouseFields(only(c.events(t), "mousedown", "mouseup"))
-				want := []event{
-					{Type: "mousedown", X: p.X, Y: p.Y, Button: tt.dom, Buttons: tt.buttons, Detail: 1},
-					{Type: "mouseup", X: p.X, Y: p.Y, Button: tt.dom, Detail: 1},
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("Perform(%s click at %v): events (-want +got):\n%s", tt.button, p, diff)
-				}
-			})
-		}
-	})
-
-	t.Run("multiple clicks", func(t *testing.T) {
-		type click struct {
-			Type   string
-			Detail int
-		}
-		tests := []struct {
-			kind actions.Kind
-			at   actions.Point
-			want []click
-		}{
-			{actions.DoubleClick, actions.Pt(120, 120), []click{
-				{"mousedown", 1}, {"mouseup", 1}, {"click", 1},
-				{"mousedown", 2}, {"mouseup", 2}, {"click", 2}, {"dblclick", 2},
-			}},
-			{actions.TripleClick, actions.Pt(320, 140), []click{
-				{"mousedown", 1}, {"mouseup", 1}, {"click", 1},
-				{"mousedown", 2}, {"mouseup", 2}, {"click", 2}, {"dblclick", 2},
-				{"mousedown", 3}, {"mouseup", 3}, {"click", 3},
-			}},
-		}
-		for _, tt := range tests {
-			t.Run(tt.kind.String(), func(t *testing.T) {
-				c.do(t, actions.Action{Kind: tt.kind, At: tt.at, HasAt: true})
-				c.settle(t)
-				var got []click
-				for _, e := range only(c.events(t), "mousedown", "mouseup", "click", "dblclick") {
-					if e.X != tt.at.X || e.Y != tt.at.Y {
-						t.Errorf("Perform(%s at %v): %s at (%g,%g)", tt.kind, tt.at, e.Type, e.X, e.Y)
-					}
-					got = append(got, click{e.Type, e.Detail})
-				}
-				if diff := cmp.Diff(tt.want, got); diff != "" {
-					t.Errorf("Perform(%s at %v): events (-want +got):\n%s", tt.kind, tt.at, diff)
-				}
-			})
-		}
-	})
-
-	t.Run("modifiers", func(t *testing.T) {
-		p := actions.Pt(150, 80)
-		a := click(p)
-		a.Modifiers = actions.Chord{actions.Control, actions.Shift}
-		c.do(t, a)
-		c.settle(t)
-		type mods struct {
-			Type                   string
-			Shift, Ctrl, Alt, Meta bool
-		}
-		var got []mods
-		for _, e := range only(c.events(t), "mousedown", "mouseup", "click") {
-			got = append(got, mods{e.Type, e.Shift, e.Ctrl, e.Alt, e.Meta})
-		}
-		want := []mods{{"mousedown", true, true, false, false}, {"mouseup", true, true, false, false}, {"click", true, true, false, false}}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Perform(click at %v with Control+Shift held): events (-want +got):\n%s", p, diff)
-		}
-		// The modifiers were released: a plain click has none.
+	points := []actions.Point{{X: 37, Y: 211}, {X: 0, Y: 0}, {X: 450, Y: 300}, {X: float64(vp.W - 1), Y: float64(vp.H - 1)}}
+	var prev *actions.Point
+	for _, p := range points {
 		c.do(t, click(p))
-		c.settle(t)
-		for _, e := range only(c.events(t), "mousedown", "mouseup", "click") {
-			if e.Shift || e.Ctrl || e.Alt || e.Meta {
-				t.Errorf("Perform(click at %v) after a click with Control+Shift: %s has modifiers %+v, want none", p, e.Type, e)
-			}
-		}
-	})
-
-	t.Run("press move release", func(t *testing.T) {
-		down, to := actions.Pt(100, 150), actions.Pt(160, 190)
-		c.do(t, actions.Action{Kind: actions.MouseDown, At: down, HasAt: true})
-		c.do(t, actions.Action{Kind: actions.Move, At: to, HasAt: true})
-		c.do(t, actions.Action{Kind: actions.MouseUp}) // at the pointer
-		c.settle(t)
-		evs := only(c.events(t), "mousedown", "mousemove", "mouseup")
-		// Moves before the press bring the pointer to it.
-		for len(evs) > 0 && evs[0].Type == "mousemove" {
-			evs = evs[1:]
-		}
+		shot, img := c.capture(t, screen.CaptureOptions{})
+		got := only(c.events(t), "mousedown", "mouseup", "click")
 		want := []event{
-			{Type: "mousedown", X: down.X, Y: down.Y, Buttons: 1, Detail: 1},
-			{Type: "mousemove", X: to.X, Y: to.Y, Buttons: 1},
-			{Type: "mouseup", X: to.X, Y: to.Y, Detail: 1},
+			{Type: "mousedown", X: p.X, Y: p.Y, Buttons: 1, Detail: 1},
+			{Type: "mouseup", X: p.X, Y: p.Y, Detail: 1},
+			{Type: "click", X: p.X, Y: p.Y, Detail: 1},
 		}
-		got := mouseFields(evs)
-		// Backends may move in steps: keep only the last move.
-		got = slices.DeleteFunc(got, func(e event) bool { return e.Type == "mousemove" && (e.X != to.X || e.Y != to.Y) })
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("mouse_down at %v, move to %v, mouse_up: events (-want +got):\n%s", down, to, diff)
+		if diff := cmp.Diff(want, mouseFields(got)); diff != "" {
+			t.Errorf("Perform(click at %v): events (-want +got):\n%s", p, diff)
 		}
-	})
+		// The capture shows the marker at the clicked pixel, and no
+		// longer where the previous click put it.
+		c.checkPixel(t, fmt.Sprintf("capture after a click at %v", p), shot, img, p, markerColor, tolPNG)
+		if prev != nil {
+			c.checkPixel(t, fmt.Sprintf("capture after a click at %v, where the previous click was", p), shot, img, *prev, white, tolPNG)
+		}
+		prev = &p
+	}
+}
 
-	t.Run("drag path", func(t *testing.T) {
-		path := []actions.Point{{X: 120, Y: 330}, {X: 300, Y: 330}, {X: 300, Y: 380}, {X: 180, Y: 360}}
-		c.do(t, actions.Action{Kind: actions.Drag, Path: path})
-		c.settle(t)
-		evs := only(c.events(t), "mousedown", "mousemove", "mouseup")
-		for len(evs) > 0 && evs[0].Type == "mousemove" {
-			evs = evs[1:]
-		}
-		if len(evs) < 2 {
-			t.Fatalf("Perform(drag %v): events %+v, want a press, moves and a release", path, evs)
-		}
-		first, last := evs[0], evs[len(evs)-1]
-		if first.Type != "mousedown" || first.X != path[0].X || first.Y != path[0].Y || first.Buttons != 1 {
-			t.Errorf("Perform(drag %v) starts with %+v, want a left mousedown at %v", path, first, path[0])
-		}
-		end := path[len(path)-1]
-		if last.Type != "mouseup" || last.X != end.X || last.Y != end.Y {
-			t.Errorf("Perform(drag %v) ends with %+v, want mouseup at %v", path, last, end)
-		}
-		// Between press and release: only moves, with the button held,
-		// passing through every point of the path in order.
-		next := 1
-		for _, e := range evs[1 : len(evs)-1] {
-			if e.Type != "mousemove" || e.Buttons != 1 {
-				t.Errorf("Perform(drag %v): %s with buttons %d between press and release, want only moves with the left button held", path, e.Type, e.Buttons)
-				continue
+// clickMappedFromScaledCapture checks a click a model made on a capture
+// scaled to 0.8: Frame.Map maps it back to the viewport, and it lands there.
+func (c *checker) clickMappedFromScaledCapture(t *testing.T) {
+	vp := c.o.Viewport
+	size := screen.Size{W: vp.W * 4 / 5, H: vp.H * 4 / 5}
+	shot, _ := c.capture(t, screen.CaptureOptions{Size: size})
+	c.events(t)
+	imgPt := actions.Pt(300, 180) // a model's click on the 0.8 image
+	m, err := shot.Frame.Map(actions.Action{Kind: actions.Click, At: imgPt, HasAt: true}, screen.Image)
+	if err != nil {
+		t.Fatalf("Frame.Map(click at %v) = %v", imgPt, err)
+	}
+	want := actions.Pt((imgPt.X+0.5)/0.8, (imgPt.Y+0.5)/0.8)
+	if math.Abs(m.At.X-want.X) > 1e-9 || math.Abs(m.At.Y-want.Y) > 1e-9 {
+		t.Fatalf("Frame.Map(click at %v) of frame %+v = %v, want %v", imgPt, shot.Frame, m.At, want)
+	}
+	c.perform(t, m)
+	after, img := c.capture(t, screen.CaptureOptions{Size: size})
+	clicks := only(c.events(t), "click")
+	if len(clicks) != 1 || math.Abs(clicks[0].X-want.X) > 1 || math.Abs(clicks[0].Y-want.Y) > 1 {
+		t.Errorf("Perform(click mapped to %v): click events %+v, want one within 1 px of it", m.At, clicks)
+	}
+	c.checkPixel(t, "scaled capture after the mapped click", after, img, want, markerColor, tolPNG)
+}
+
+// clickButtons checks a click with each mouse button the display declares
+// (an undeclared one must be refused): the DOM's button and buttons.
+func (c *checker) clickButtons(t *testing.T) {
+	tests := []struct {
+		button  actions.Button
+		dom     int // MouseEvent.button
+		buttons int // MouseEvent.buttons while pressed
+	}{
+		{actions.Left, 0, 1},
+		{actions.Right, 2, 2},
+		{actions.Middle, 1, 4},
+		{actions.Back, 3, 8},
+		{actions.Forward, 4, 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.button.String(), func(t *testing.T) {
+			p := actions.Pt(200, 250)
+			a := click(p)
+			a.Button = tt.button
+			if !c.needs(t, capabilityOf(a), a) {
+				return
 			}
-			if next < len(path) && e.X == path[next].X && e.Y == path[next].Y {
-				next++
+			c.do(t, a)
+			c.settle(t)
+			got := mouseFields(only(c.events(t), "mousedown", "mouseup"))
+			want := []event{
+				{Type: "mousedown", X: p.X, Y: p.Y, Button: tt.dom, Buttons: tt.buttons, Detail: 1},
+				{Type: "mouseup", X: p.X, Y: p.Y, Button: tt.dom, Detail: 1},
 			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Perform(%s click at %v): events (-want +got):\n%s", tt.button, p, diff)
+			}
+		})
+	}
+}
+
+// multipleClicks checks double and triple clicks: each press's detail (click
+// count) and the dblclick event, all at the point.
+func (c *checker) multipleClicks(t *testing.T) {
+	type click struct {
+		Type   string
+		Detail int
+	}
+	tests := []struct {
+		kind actions.Kind
+		at   actions.Point
+		want []click
+	}{
+		{actions.DoubleClick, actions.Pt(120, 120), []click{
+			{"mousedown", 1}, {"mouseup", 1}, {"click", 1},
+			{"mousedown", 2}, {"mouseup", 2}, {"click", 2}, {"dblclick", 2},
+		}},
+		{actions.TripleClick, actions.Pt(320, 140), []click{
+			{"mousedown", 1}, {"mouseup", 1}, {"click", 1},
+			{"mousedown", 2}, {"mouseup", 2}, {"click", 2}, {"dblclick", 2},
+			{"mousedown", 3}, {"mouseup", 3}, {"click", 3},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind.String(), func(t *testing.T) {
+			c.do(t, actions.Action{Kind: tt.kind, At: tt.at, HasAt: true})
+			c.settle(t)
+			var got []click
+			for _, e := range only(c.events(t), "mousedown", "mouseup", "click", "dblclick") {
+				if e.X != tt.at.X || e.Y != tt.at.Y {
+					t.Errorf("Perform(%s at %v): %s at (%g,%g)", tt.kind, tt.at, e.Type, e.X, e.Y)
+				}
+				got = append(got, click{e.Type, e.Detail})
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Perform(%s at %v): events (-want +got):\n%s", tt.kind, tt.at, diff)
+			}
+		})
+	}
+}
+
+// clickModifiers checks a click with Control+Shift held, and that they are
+// released after it.
+func (c *checker) clickModifiers(t *testing.T) {
+	p := actions.Pt(150, 80)
+	a := click(p)
+	a.Modifiers = actions.Chord{actions.Control, actions.Shift}
+	c.do(t, a)
+	c.settle(t)
+	type mods struct {
+		Type                   string
+		Shift, Ctrl, Alt, Meta bool
+	}
+	var got []mods
+	for _, e := range only(c.events(t), "mousedown", "mouseup", "click") {
+		got = append(got, mods{e.Type, e.Shift, e.Ctrl, e.Alt, e.Meta})
+	}
+	want := []mods{{"mousedown", true, true, false, false}, {"mouseup", true, true, false, false}, {"click", true, true, false, false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Perform(click at %v with Control+Shift held): events (-want +got):\n%s", p, diff)
+	}
+	// The modifiers were released: a plain click has none.
+	c.do(t, click(p))
+	c.settle(t)
+	for _, e := range only(c.events(t), "mousedown", "mouseup", "click") {
+		if e.Shift || e.Ctrl || e.Alt || e.Meta {
+			t.Errorf("Perform(click at %v) after a click with Control+Shift: %s has modifiers %+v, want none", p, e.Type, e)
 		}
-		if next < len(path) {
-			t.Errorf("Perform(drag %v): the moves did not pass through %v (in order)", path, path[next])
+	}
+}
+
+// pressMoveRelease checks mouse_down, move and mouse_up: the button is held
+// during the move, and the release is where the pointer is.
+func (c *checker) pressMoveRelease(t *testing.T) {
+	down, to := actions.Pt(100, 150), actions.Pt(160, 190)
+	c.do(t, actions.Action{Kind: actions.MouseDown, At: down, HasAt: true})
+	c.do(t, actions.Action{Kind: actions.Move, At: to, HasAt: true})
+	c.do(t, actions.Action{Kind: actions.MouseUp}) // at the pointer
+	c.settle(t)
+	evs := only(c.events(t), "mousedown", "mousemove", "mouseup")
+	// Moves before the press bring the pointer to it.
+	for len(evs) > 0 && evs[0].Type == "mousemove" {
+		evs = evs[1:]
+	}
+	want := []event{
+		{Type: "mousedown", X: down.X, Y: down.Y, Buttons: 1, Detail: 1},
+		{Type: "mousemove", X: to.X, Y: to.Y, Buttons: 1},
+		{Type: "mouseup", X: to.X, Y: to.Y, Detail: 1},
+	}
+	got := mouseFields(evs)
+	// Backends may move in steps: keep only the last move.
+	got = slices.DeleteFunc(got, func(e event) bool { return e.Type == "mousemove" && (e.X != to.X || e.Y != to.Y) })
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mouse_down at %v, move to %v, mouse_up: events (-want +got):\n%s", down, to, diff)
+	}
+}
+
+// dragPath checks a drag along a path: a press at its start, moves with the
+// button held through every point in order, and a release at its end.
+func (c *checker) dragPath(t *testing.T) {
+	path := []actions.Point{{X: 120, Y: 330}, {X: 300, Y: 330}, {X: 300, Y: 380}, {X: 180, Y: 360}}
+	c.do(t, actions.Action{Kind: actions.Drag, Path: path})
+	c.settle(t)
+	evs := only(c.events(t), "mousedown", "mousemove", "mouseup")
+	for len(evs) > 0 && evs[0].Type == "mousemove" {
+		evs = evs[1:]
+	}
+	if len(evs) < 2 {
+		t.Fatalf("Perform(drag %v): events %+v, want a press, moves and a release", path, evs)
+	}
+	first, last := evs[0], evs[len(evs)-1]
+	if first.Type != "mousedown" || first.X != path[0].X || first.Y != path[0].Y || first.Buttons != 1 {
+		t.Errorf("Perform(drag %v) starts with %+v, want a left mousedown at %v", path, first, path[0])
+	}
+	end := path[len(path)-1]
+	if last.Type != "mouseup" || last.X != end.X || last.Y != end.Y {
+		t.Errorf("Perform(drag %v) ends with %+v, want mouseup at %v", path, last, end)
+	}
+	// Between press and release: only moves, with the button held,
+	// passing through every point of the path in order.
+	next := 1
+	for _, e := range evs[1 : len(evs)-1] {
+		if e.Type != "mousemove" || e.Buttons != 1 {
+			t.Errorf("Perform(drag %v): %s with buttons %d between press and release, want only moves with the left button held", path, e.Type, e.Buttons)
+			continue
 		}
-	})
+		if next < len(path) && e.X == path[next].X && e.Y == path[next].Y {
+			next++
+		}
+	}
+	if next < len(path) {
+		t.Errorf("Perform(drag %v): the moves did not pass through %v (in order)", path, path[next])
+	}
 }
 
 // keys checks Keypress and HoldKey on input.html, with the focus on #keys.
