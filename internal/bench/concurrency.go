@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,8 @@ var levels = []int{1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 80, 96}
 
 func (r *runner) concurrency(ctx context.Context) error {
 	var shared *cdp.Browser
+	var pool *cdp.Pool
+	cores := runtime.NumCPU()
 	setups := []setup{
 		{name: "shared browser, a context per session",
 			open: func(ctx context.Context) (display, error) {
@@ -48,6 +51,26 @@ func (r *runner) concurrency(ctx context.Context) error {
 				if shared != nil {
 					shared.Close(context.Background())
 					shared = nil
+				}
+			}},
+		// One browser draws one frame at a time; a browser per core,
+		// each shared by its share of the sessions, draws that many.
+		{name: fmt.Sprintf("shared browsers (%d, one per core), a context per session", cores),
+			open: func(ctx context.Context) (display, error) {
+				if pool == nil {
+					p, err := cdp.LaunchPool(ctx, cdp.Config{Mode: cdp.ModeAuto}, cores)
+					if err != nil {
+						return nil, err
+					}
+					pool = p
+				}
+				return pool.NewDisplay(ctx, cdp.DisplayConfig{Viewport: modelSize})
+			},
+			memory: func() (int64, error) { return treePSS(os.Getpid()) },
+			close: func() {
+				if pool != nil {
+					pool.Close(context.Background())
+					pool = nil
 				}
 			}},
 		{name: "a browser per session",
