@@ -262,112 +262,146 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	proof := filepath.Join(t.TempDir(), "proof.txt")
 	mcpProof := filepath.Join(t.TempDir(), "proof.txt")
 	mcpCmd, _ := json.Marshal(xtermCat(mcpProof))
-	base := startServe(t, "--token", token, "--displays", "chromium, desktop",
-		"--mcp-display", fmt.Sprintf("{backend: desktop, width: 1024, height: 768, command: %s}", mcpCmd))
+	api := &serveAPI{t: t, ctx: ctx, token: token, base: startServe(t, "--token", token, "--displays", "chromium, desktop",
+		"--mcp-display", fmt.Sprintf("{backend: desktop, width: 1024, height: 768, command: %s}", mcpCmd))}
 
-	do := func(method, path string, body any) (*http.Response, error) {
-		var r io.Reader
-		if body != nil {
-			b, err := json.Marshal(body)
-			if err != nil {
-				return nil, err
-			}
-			r = bytes.NewReader(b)
-		}
-		req, err := http.NewRequestWithContext(ctx, method, base+path, r)
+	id := api.superviseDesktopTurn(desktopSessionSpec("served-ok\n", proof))
+	waitFile(ctx, t, proof, "served-ok\n")
+	api.checkLiveView(id)
+	api.takeOverAndType(id, proof)
+	api.ok("POST", "/session/"+id+"/stop", nil, nil)
+	api.executorOnDesktop()
+	api.mcpOnDesktop(mcpProof)
+}
+
+// serveAPI is a client of a spotter serve under test, holding its token.
+type serveAPI struct {
+	t           *testing.T
+	ctx         context.Context
+	base, token string
+}
+
+// do sends body as JSON with the token.
+func (a *serveAPI) do(method, path string, body any) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		return http.DefaultClient.Do(req)
+		r = bytes.NewReader(b)
 	}
-	okJSON := func(method, path string, body, into any) {
-		t.Helper()
-		resp, err := do(method, path, body)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s = %d %s, want 200", method, path, resp.StatusCode, b)
-		}
-		if into != nil {
-			if err := json.Unmarshal(b, into); err != nil {
-				t.Fatalf("%s %s: %v in %s", method, path, err, b)
-			}
-		}
+	req, err := http.NewRequestWithContext(a.ctx, method, a.base+path, r)
+	if err != nil {
+		return nil, err
 	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return http.DefaultClient.Do(req)
+}
 
-	spec := map[string]any{
+// ok sends body and fails the test unless the answer is 200; the answer's
+// JSON goes into into, when given.
+func (a *serveAPI) ok(method, path string, body, into any) {
+	a.t.Helper()
+	resp, err := a.do(method, path, body)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		a.t.Fatalf("%s %s = %d %s, want 200", method, path, resp.StatusCode, b)
+	}
+	if into != nil {
+		if err := json.Unmarshal(b, into); err != nil {
+			a.t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+}
+
+// pending waits for the session's one pending approval and returns its
+// id.
+func (a *serveAPI) pending(id string) string {
+	a.t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var list struct {
+			Approvals []struct {
+				ID string `json:"id"`
+			} `json:"approvals"`
+		}
+		a.ok("GET", "/approvals?status=pending&session="+id, nil, &list)
+		if len(list.Approvals) == 1 {
+			return list.Approvals[0].ID
+		}
+		select {
+		case <-a.ctx.Done():
+			a.t.Fatalf("no pending approval for session %s at the deadline", id)
+		case <-tick.C:
+		}
+	}
+}
+
+// createSession PUTs spec and returns the session's id once the creating
+// stream ends (the first action waits for a human).
+func (a *serveAPI) createSession(spec map[string]any) string {
+	a.t.Helper()
+	resp, err := a.do("PUT", "/session", spec)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	id := resp.Header.Get("X-Session-Id")
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || id == "" {
+		a.t.Fatalf("PUT /session = %d %s, want 200 with a session id", resp.StatusCode, b)
+	}
+	return id
+}
+
+// desktopSessionSpec is a supervised desktop session whose scripted
+// model clicks into the terminal and types text; the terminal writes what
+// it receives to proof.
+func desktopSessionSpec(text, proof string) map[string]any {
+	return map[string]any{
 		"messages": []any{map[string]any{"role": "user", "content": "type a line into the terminal"}},
 		"model": map[string]any{"provider": "script", "turns": []any{
 			map[string]any{"say": "I click into the terminal.", "actions": []any{map[string]any{"type": "click", "x": 100, "y": 100}}},
-			map[string]any{"say": "I type.", "actions": []any{map[string]any{"type": "type", "text": "served-ok\n"}}},
+			map[string]any{"say": "I type.", "actions": []any{map[string]any{"type": "type", "text": text}}},
 			map[string]any{"say": "Done."},
 		}},
 		"display":   map[string]any{"backend": "desktop", "width": 1024, "height": 768, "command": xtermCat(proof)},
 		"approvals": map[string]any{"supervise": "all"},
 	}
-	resp, err := do("PUT", "/session", spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := resp.Header.Get("X-Session-Id")
-	if resp.StatusCode != http.StatusOK || id == "" {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		t.Fatalf("PUT /session = %d %s, want 200 with a session id", resp.StatusCode, b)
-	}
-	// The creating stream ends once the turn waits for a human; the
-	// session's event stream goes on.
-	go func() {
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}()
+}
 
-	events, err := do("GET", "/session/"+id+"/events?after=0", nil)
+// superviseDesktopTurn creates the session, approves each of its two
+// actions as its event stream asks, and returns once its turn ends. A
+// desktop's approval requests say they were decided without a DOM.
+func (a *serveAPI) superviseDesktopTurn(spec map[string]any) string {
+	t := a.t
+	id := a.createSession(spec)
+	events, err := a.do("GET", "/session/"+id+"/events?after=0", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer events.Body.Close()
-	type event struct {
-		typ  string
-		data json.RawMessage
-	}
-	evc := make(chan event)
-	rctx, stopReader := context.WithCancel(ctx)
+	evc := make(chan sseEvent)
+	rctx, stopReader := context.WithCancel(a.ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stopReader()
 	defer events.Body.Close() // ends the reader's Scan
-	wg.Go(func() {
-		sc := bufio.NewScanner(events.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var typ string
-		for sc.Scan() {
-			line := sc.Text()
-			if v, ok := strings.CutPrefix(line, "event: "); ok {
-				typ = v
-			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
-				select {
-				case evc <- event{typ, json.RawMessage(v)}:
-				case <-rctx.Done():
-					return
-				}
-			}
-		}
-	})
-	approved := 0
-	var noDOM bool
+	wg.Go(func() { readSSE(rctx, events.Body, evc) })
+	approved, noDOM := 0, false
 	for end := false; !end; {
-		var ev event
+		var ev sseEvent
 		select {
 		case ev = <-evc:
-		case <-ctx.Done():
+		case <-a.ctx.Done():
 			t.Fatalf("the session's turn did not end (%d approvals given)", approved)
 		}
 		switch ev.typ {
@@ -380,21 +414,10 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 				t.Fatalf("permission_request %s: %v", ev.data, err)
 			}
 			noDOM = noDOM || pr.NoDOM
-			okJSON("POST", "/approvals/"+pr.ApprovalID, map[string]any{"decision": "approve"}, nil)
+			a.ok("POST", "/approvals/"+pr.ApprovalID, map[string]any{"decision": "approve"}, nil)
 			approved++
 		case "turn_stop":
-			var ts struct {
-				StopReason string `json:"stopReason"`
-				Error      string `json:"error"`
-			}
-			json.Unmarshal(ev.data, &ts)
-			switch ts.StopReason {
-			case "tool_use": // waiting for the human; the approvals above continue it
-			case "end_turn":
-				end = true
-			default:
-				t.Fatalf("turn_stop %s, want end_turn", ev.data)
-			}
+			end = turnEnded(t, ev.data)
 		}
 	}
 	if approved != 2 {
@@ -403,93 +426,142 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 	if !noDOM {
 		t.Errorf("no permission_request said noDom: a desktop's approvals are decided on the action alone, and say so")
 	}
-	waitFile(ctx, t, proof, "served-ok\n")
+	return id
+}
 
-	// The panel's live view shows the desktop.
-	screenResp, err := do("GET", "/session/"+id+"/screen", nil)
+// sseEvent is one event of a session's stream.
+type sseEvent struct {
+	typ  string
+	data json.RawMessage
+}
+
+// readSSE sends r's events to evc until r ends or ctx is done.
+func readSSE(ctx context.Context, r io.Reader, evc chan<- sseEvent) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var typ string
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			typ = v
+		} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+			select {
+			case evc <- sseEvent{typ, json.RawMessage(v)}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// turnEnded reports whether a turn_stop ends the turn: tool_use means it
+// waits for a human, end_turn that it ended; anything else fails.
+func turnEnded(t *testing.T, data json.RawMessage) bool {
+	t.Helper()
+	var ts struct {
+		StopReason string `json:"stopReason"`
+	}
+	json.Unmarshal(data, &ts)
+	switch ts.StopReason {
+	case "tool_use":
+		return false
+	case "end_turn":
+		return true
+	}
+	t.Fatalf("turn_stop %s, want end_turn", data)
+	return true
+}
+
+// checkLiveView checks that the panel's live view shows the desktop.
+func (a *serveAPI) checkLiveView(id string) {
+	resp, err := a.do("GET", "/session/"+id+"/screen", nil)
 	if err != nil {
-		t.Fatal(err)
+		a.t.Fatal(err)
 	}
-	live, _ := io.ReadAll(screenResp.Body)
-	screenResp.Body.Close()
-	if screenResp.StatusCode != http.StatusOK || !bytes.HasPrefix(live, []byte("\x89PNG")) {
-		t.Errorf("GET /session/%s/screen = %d with %d bytes, want a PNG of the desktop", id, screenResp.StatusCode, len(live))
+	live, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(live, []byte("\x89PNG")) {
+		a.t.Errorf("GET /session/%s/screen = %d with %d bytes, want a PNG of the desktop", id, resp.StatusCode, len(live))
 	}
+}
 
-	// The operator takes over and types; the input reaches the desktop.
-	okJSON("POST", "/session/"+id+"/takeover", map[string]any{"active": true}, nil)
+// takeOverAndType has the operator take over and type into the terminal:
+// the input reaches the desktop, answers with a screenshot and is
+// audited.
+func (a *serveAPI) takeOverAndType(id, proof string) {
+	t := a.t
+	a.ok("POST", "/session/"+id+"/takeover", map[string]any{"active": true}, nil)
 	var shot struct {
 		Screenshot struct {
 			MimeType string `json:"mimeType"`
 			Data     string `json:"data"`
 		} `json:"screenshot"`
 	}
-	okJSON("POST", "/session/"+id+"/input", map[string]any{"kind": "click", "at": map[string]any{"x": 100, "y": 100}, "has_at": true}, &shot)
-	okJSON("POST", "/session/"+id+"/input", map[string]any{"kind": "type", "text": "operator-ok\n"}, &shot)
+	a.ok("POST", "/session/"+id+"/input", map[string]any{"kind": "click", "at": map[string]any{"x": 100, "y": 100}, "has_at": true}, &shot)
+	a.ok("POST", "/session/"+id+"/input", map[string]any{"kind": "type", "text": "operator-ok\n"}, &shot)
 	if shot.Screenshot.MimeType != "image/png" || shot.Screenshot.Data == "" {
 		t.Errorf("input answered screenshot %q (%d bytes), want a PNG", shot.Screenshot.MimeType, len(shot.Screenshot.Data))
 	}
-	waitFile(ctx, t, proof, "served-ok\noperator-ok\n")
-	okJSON("POST", "/session/"+id+"/takeover", map[string]any{"active": false}, nil)
+	waitFile(a.ctx, t, proof, "served-ok\noperator-ok\n")
+	a.ok("POST", "/session/"+id+"/takeover", map[string]any{"active": false}, nil)
 
 	var audit struct {
 		Audit []struct {
 			Action string `json:"action"`
 		} `json:"audit"`
 	}
-	okJSON("GET", "/audit?session="+id, nil, &audit)
+	a.ok("GET", "/audit?session="+id, nil, &audit)
 	var inputs int
-	for _, a := range audit.Audit {
-		if a.Action == "input" {
+	for _, e := range audit.Audit {
+		if e.Action == "input" {
 			inputs++
 		}
 	}
 	if inputs != 2 {
 		t.Errorf("audit has %d inputs, want the operator's 2", inputs)
 	}
-	okJSON("POST", "/session/"+id+"/stop", nil, nil)
+}
 
-	// An executor session on a desktop: the client's own loop posts
-	// Anthropic tool_use blocks, which reach the terminal.
-	execProof := filepath.Join(t.TempDir(), "proof.txt")
+// executorOnDesktop runs an executor session on a desktop: the client's
+// own loop posts Anthropic tool_use blocks, which reach the terminal.
+func (a *serveAPI) executorOnDesktop() {
+	t := a.t
+	proof := filepath.Join(t.TempDir(), "proof.txt")
 	var es struct {
 		ID    string             `json:"id"`
 		Image struct{ W, H int } `json:"image"`
 	}
-	okJSON("POST", "/executor/sessions", map[string]any{"provider": "anthropic",
-		"display":   map[string]any{"backend": "desktop", "width": 1024, "height": 768, "command": xtermCat(execProof)},
+	a.ok("POST", "/executor/sessions", map[string]any{"provider": "anthropic",
+		"display":   map[string]any{"backend": "desktop", "width": 1024, "height": 768, "command": xtermCat(proof)},
 		"approvals": map[string]any{"supervise": "none"}}, &es)
 	if es.ID == "" || es.Image.W != 1024 || es.Image.H != 768 {
 		t.Fatalf("POST /executor/sessions = %+v, want an id and a 1024x768 image", es)
 	}
-	calls := 0
-	callExec := func(input map[string]any) string {
-		t.Helper()
+	for i, input := range []map[string]any{
+		{"action": "left_click", "coordinate": []int{100, 100}},
+		{"action": "type", "text": "executor-ok\n"},
+	} {
 		var res struct {
 			Status string `json:"status"`
 			Error  string `json:"error"`
 		}
-		calls++
-		okJSON("POST", "/executor/sessions/"+es.ID+"/call?wait=60s",
-			map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", calls), "name": "computer", "input": input}, &res)
-		if res.Status != "done" {
-			t.Fatalf("call %v: status %q, want done", input, res.Status)
+		a.ok("POST", "/executor/sessions/"+es.ID+"/call?wait=60s",
+			map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", i+1), "name": "computer", "input": input}, &res)
+		if res.Status != "done" || res.Error != "" {
+			t.Fatalf("call %v: status %q, error %q; want done without an error", input, res.Status, res.Error)
 		}
-		return res.Error
 	}
-	if e := callExec(map[string]any{"action": "left_click", "coordinate": []int{100, 100}}); e != "" {
-		t.Fatalf("left_click: %s", e)
-	}
-	if e := callExec(map[string]any{"action": "type", "text": "executor-ok\n"}); e != "" {
-		t.Fatalf("type: %s", e)
-	}
-	waitFile(ctx, t, execProof, "executor-ok\n")
-	okJSON("POST", "/session/"+es.ID+"/stop", nil, nil)
+	waitFile(a.ctx, t, proof, "executor-ok\n")
+	a.ok("POST", "/session/"+es.ID+"/stop", nil, nil)
+}
 
-	// An MCP session at /mcp opens the desktop --mcp-display names.
+// mcpOnDesktop opens an MCP session at /mcp, on the desktop --mcp-display
+// names, and types into its terminal.
+func (a *serveAPI) mcpOnDesktop(proof string) {
+	t := a.t
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: base + "/mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	cs, err := client.Connect(a.ctx, &sdk.StreamableClientTransport{Endpoint: a.base + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{a.token}}}, nil)
 	if err != nil {
 		t.Fatalf("connect to /mcp: %v", err)
 	}
@@ -499,7 +571,7 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 		{"kind": "click", "at": map[string]any{"x": 100, "y": 100}},
 		{"kind": "type", "text": "serve-mcp-ok\n"},
 	} {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: args})
+		res, err := cs.CallTool(a.ctx, &sdk.CallToolParams{Name: "computer", Arguments: args})
 		if err != nil {
 			t.Fatalf("MCP computer %v = %v", args, err)
 		}
@@ -513,7 +585,7 @@ func TestServeSupervisesADesktopSession(t *testing.T) {
 			t.Fatalf("MCP computer %v failed: %s", args, strings.Join(text, "; "))
 		}
 	}
-	waitFile(ctx, t, mcpProof, "serve-mcp-ok\n")
+	waitFile(a.ctx, t, proof, "serve-mcp-ok\n")
 }
 
 // bearer adds the server's token to every request.
@@ -649,90 +721,23 @@ func TestServeRestoresADesktopSession(t *testing.T) {
 		}
 		return "", stop
 	}
-	call := func(base, method, path string, body any, into any) {
-		t.Helper()
-		var r io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			r = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequestWithContext(ctx, method, base+path, r)
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, b)
-		}
-		if into != nil {
-			if err := json.Unmarshal(b, into); err != nil {
-				t.Fatalf("%s %s: %v", method, path, err)
-			}
-		}
-	}
-	// pending waits for the session's one pending approval and returns its
-	// id.
-	pending := func(base, id string) string {
-		t.Helper()
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var list struct {
-				Approvals []struct {
-					ID string `json:"id"`
-				} `json:"approvals"`
-			}
-			call(base, "GET", "/approvals?status=pending&session="+id, nil, &list)
-			if len(list.Approvals) == 1 {
-				return list.Approvals[0].ID
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("no pending approval for session %s at the deadline", id)
-			case <-tick.C:
-			}
-		}
-	}
-
 	base, stop := serveOnce()
-	spec := map[string]any{
-		"messages": []any{map[string]any{"role": "user", "content": "type a line"}},
-		"model": map[string]any{"provider": "script", "turns": []any{
-			map[string]any{"say": "I click into the terminal.", "actions": []any{map[string]any{"type": "click", "x": 100, "y": 100}}},
-			map[string]any{"say": "I type.", "actions": []any{map[string]any{"type": "type", "text": "restored-ok\n"}}},
-			map[string]any{"say": "Done."},
-		}},
-		"display":   map[string]any{"backend": "desktop", "width": 1024, "height": 768, "command": xtermCat(proof)},
-		"approvals": map[string]any{"supervise": "all"},
-	}
-	b, _ := json.Marshal(spec)
-	req, _ := http.NewRequestWithContext(ctx, "PUT", base+"/session", bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := resp.Header.Get("X-Session-Id")
-	io.Copy(io.Discard, resp.Body) // ends once the click waits for a human
-	resp.Body.Close()
-	first := pending(base, id)
+	api := &serveAPI{t: t, ctx: ctx, token: token, base: base}
+	id := api.createSession(desktopSessionSpec("restored-ok\n", proof))
+	first := api.pending(id)
 	stop()
 
 	base, stop = serveOnce()
 	defer stop()
-	if again := pending(base, id); again != first {
+	api.base = base
+	if again := api.pending(id); again != first {
 		t.Fatalf("after the restart the pending approval is %s, want %s", again, first)
 	}
-	call(base, "POST", "/approvals/"+first, map[string]any{"decision": "approve"}, nil)
-	second := pending(base, id)
-	call(base, "POST", "/approvals/"+second, map[string]any{"decision": "approve"}, nil)
+	api.ok("POST", "/approvals/"+first, map[string]any{"decision": "approve"}, nil)
+	second := api.pending(id)
+	api.ok("POST", "/approvals/"+second, map[string]any{"decision": "approve"}, nil)
 	waitFile(ctx, t, proof, "restored-ok\n")
-	call(base, "POST", "/session/"+id+"/stop", nil, nil)
+	api.ok("POST", "/session/"+id+"/stop", nil, nil)
 }
 
 // startMCP runs `spotter mcp --http` with args in this process until the
