@@ -96,10 +96,15 @@ const (
 	// before it runs another: the command may have reached the renderer
 	// just after the frame began.
 	framedPoll = 4 * time.Millisecond
-	// maxEmptyShots bounds the frames that grab runs for a screenshot. A
-	// screenshot can come back empty while a new document or window size
-	// has drawn nothing yet.
+	// A screenshot can come back empty (or of the old size) while a new
+	// document or window size has drawn nothing yet. shot runs its first
+	// burstShots frames back to back, then paced, and gives up once it
+	// has run maxEmptyShots frames and shotPatience has passed: a loaded
+	// machine can take longer than any fixed count of back-to-back frames
+	// to draw a new window.
+	burstShots    = 3
 	maxEmptyShots = 10
+	shotPatience  = 2 * time.Second
 )
 
 func (f *frameControl) setup(ctx context.Context) error {
@@ -578,12 +583,23 @@ func (f *frameControl) shotParams(r captureReq) *headlessexperimental.Screenshot
 	return sp
 }
 
-// shot runs frames with a screenshot until one comes back of o's size, at
-// most maxEmptyShots.
+// shot runs frames with a screenshot until one comes back of o's size:
+// burstShots back to back, then paced a frame interval apart (letting go
+// of the browser's frame lock while it waits), until maxEmptyShots frames
+// ran and shotPatience passed.
 func (f *frameControl) shot(ctx context.Context, o output, sp *headlessexperimental.ScreenshotParams) ([]byte, error) {
+	start := time.Now()
 	f.hold()
 	defer f.unhold()
-	for range maxEmptyShots {
+	n := 0
+	for ; n < maxEmptyShots || time.Since(start) < shotPatience; n++ {
+		if n >= burstShots {
+			f.unhold()
+			if err := f.wait(ctx, time.Now().Add(frameInterval)); err != nil {
+				return nil, err
+			}
+			f.hold()
+		}
 		res, err := f.frame(ctx, sp)
 		if err != nil {
 			return nil, err
@@ -598,8 +614,8 @@ func (f *frameControl) shot(ctx context.Context, o output, sp *headlessexperimen
 		}
 		return res.ScreenshotData, nil
 	}
-	return nil, fmt.Errorf("%s: no screenshot of the %dx%d window in %d frames",
-		headlessexperimental.CommandBeginFrame, o.size.W, o.size.H, maxEmptyShots)
+	return nil, fmt.Errorf("%s: no screenshot of the %dx%d window in %d frames over %v",
+		headlessexperimental.CommandBeginFrame, o.size.W, o.size.H, n, time.Since(start).Round(time.Millisecond))
 }
 
 // framed runs fn on a goroutine of its own and runs frames until it

@@ -229,47 +229,60 @@ func TestFrameSettleDialog(t *testing.T) {
 	})
 }
 
+// grab runs frames until a screenshot of the window's size comes back:
+// past a burst it paces them, and it gives up only after maxEmptyShots
+// frames and shotPatience (in a synctest bubble: the time is fake).
 func TestFrameGrab(t *testing.T) {
 	tests := []struct {
 		name      string
 		empty     int
 		size      screen.Size
-		wantShots int
+		wantShots int // 0: as many as shotPatience takes, at least maxEmptyShots
 		wantErr   bool
 	}{
 		{"first frame", 0, screen.Size{W: 1024, H: 640}, 1, false},
 		{"empty frames first", 3, screen.Size{W: 1024, H: 640}, 4, false},
-		{"never", maxEmptyShots, screen.Size{W: 1024, H: 640}, maxEmptyShots, true},
-		{"wrong size", 0, screen.Size{W: 512, H: 320}, maxEmptyShots, true},
+		{"empty past the count", maxEmptyShots + 5, screen.Size{W: 1024, H: 640}, maxEmptyShots + 6, false},
+		{"never", 1 << 20, screen.Size{W: 1024, H: 640}, 0, true},
+		{"wrong size", 0, screen.Size{W: 512, H: 320}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tab := &frameTab{t: t, empty: tt.empty, size: tt.size}
-			d, f := frameDisplay(tab, 0.8)
-			f.out.size = screen.Size{W: 1024, H: 640}
-			for _, format := range []screen.Format{screen.PNG, screen.JPEG} {
-				tab.shots = 0
-				r, err := d.captureRequest(screen.CaptureOptions{Size: screen.Size{W: 1024, H: 640}, Format: format})
-				if err != nil {
-					t.Fatal(err)
-				}
-				data, err := f.grab(t.Context(), r, actions.Point{})
-				if _, shots := tab.count(); shots != tt.wantShots {
-					t.Errorf("grab(%s) ran %d screenshot frames, want %d", format, shots, tt.wantShots)
-				}
-				if tt.wantErr {
-					if err == nil {
-						t.Errorf("grab(%s) = %d bytes, want an error", format, len(data))
+			synctest.Test(t, func(t *testing.T) {
+				tab := &frameTab{t: t, empty: tt.empty, size: tt.size}
+				d, f := frameDisplay(tab, 0.8)
+				f.out.size = screen.Size{W: 1024, H: 640}
+				for _, format := range []screen.Format{screen.PNG, screen.JPEG} {
+					tab.shots = 0
+					r, err := d.captureRequest(screen.CaptureOptions{Size: screen.Size{W: 1024, H: 640}, Format: format})
+					if err != nil {
+						t.Fatal(err)
 					}
-					continue
+					start := time.Now()
+					data, err := f.grab(t.Context(), r, actions.Point{})
+					took := time.Since(start)
+					_, shots := tab.count()
+					switch {
+					case tt.wantShots > 0 && shots != tt.wantShots:
+						t.Errorf("grab(%s) ran %d screenshot frames, want %d", format, shots, tt.wantShots)
+					case tt.wantShots == 0 && (shots < maxEmptyShots || took < shotPatience):
+						t.Errorf("grab(%s) gave up after %d frames in %v, want at least %d frames and %v", format, shots, took,
+							maxEmptyShots, shotPatience)
+					}
+					if tt.wantErr {
+						if err == nil {
+							t.Errorf("grab(%s) = %d bytes, want an error", format, len(data))
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatalf("grab(%s) = %v", format, err)
+					}
+					if got, size, err := imageSize(data); got != format || size != tt.size || err != nil {
+						t.Errorf("grab(%s) = a %v %s (%v), want a %v %s", format, size, got, err, tt.size, format)
+					}
 				}
-				if err != nil {
-					t.Fatalf("grab(%s) = %v", format, err)
-				}
-				if got, size, err := imageSize(data); got != format || size != tt.size || err != nil {
-					t.Errorf("grab(%s) = a %v %s (%v), want a %v %s", format, size, got, err, tt.size, format)
-				}
-			}
+			})
 		})
 	}
 }
