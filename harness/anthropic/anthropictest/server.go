@@ -28,6 +28,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/anthropic"
+	"github.com/spotter-harness/spotter/harness/internal/inproc"
 )
 
 // Reply is one scripted response.
@@ -111,7 +112,7 @@ func NewServer(t TB, replies ...Reply) *Server {
 // Client returns an HTTP client that delivers every request to s in
 // memory, whatever its URL.
 func (s *Server) Client() *http.Client {
-	return &http.Client{Transport: transport{s}}
+	return &http.Client{Transport: inproc.Transport(s)}
 }
 
 // Requests returns the requests received so far.
@@ -238,23 +239,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // the client went away: nothing to do
-}
-
-// transport delivers requests to a handler in memory.
-type transport struct{ h http.Handler }
-
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		defer r.Body.Close()
-	}
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	res := rec.Result()
-	res.Request = r
-	return res, nil
 }
 
 // Text is a text content block.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/chat"
+	"github.com/spotter-harness/spotter/harness/internal/inproc"
 	"github.com/spotter-harness/spotter/harness/openai"
 )
 
@@ -402,20 +403,4 @@ func completion(id, model string, r Reply) map[string]any {
 // inside a testing/synctest bubble, where the waits a Retry-After asks for
 // take no real time: set it as the Transport of chat.Config.HTTPClient
 // (BaseURL stays s.URL).
-func (s *Server) Transport() http.RoundTripper { return transport{s} }
-
-type transport struct{ s *Server }
-
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	rec := httptest.NewRecorder()
-	t.s.serve(rec, r)
-	if r.Body != nil {
-		r.Body.Close()
-	}
-	resp := rec.Result()
-	resp.Request = r
-	return resp, nil
-}
+func (s *Server) Transport() http.RoundTripper { return inproc.Transport(http.HandlerFunc(s.serve)) }

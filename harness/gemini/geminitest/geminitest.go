@@ -24,6 +24,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/gemini"
+	"github.com/spotter-harness/spotter/harness/internal/inproc"
 )
 
 // Call is one functionCall part of a scripted model turn.
@@ -282,20 +283,4 @@ func (s *Server) Requests() []Request {
 // the same script, without the network, so that a Model can use the fake
 // inside a testing/synctest bubble: set it as the Transport of
 // gemini.Config.HTTPClient (BaseURL still needs to be s.URL or any URL).
-func (s *Server) Transport() http.RoundTripper { return transport{s} }
-
-type transport struct{ s *Server }
-
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	rec := httptest.NewRecorder()
-	t.s.serve(rec, r)
-	if r.Body != nil {
-		r.Body.Close()
-	}
-	resp := rec.Result()
-	resp.Request = r
-	return resp, nil
-}
+func (s *Server) Transport() http.RoundTripper { return inproc.Transport(http.HandlerFunc(s.serve)) }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/inproc"
 	"github.com/spotter-harness/spotter/harness/openai"
 )
 
@@ -477,20 +478,4 @@ func Outputs(body json.RawMessage) ([]Output, error) {
 // inside a testing/synctest bubble, where the waits a Retry-After asks for
 // take no real time: set it as the Transport of openai.Config.HTTPClient
 // (BaseURL stays s.URL).
-func (s *Server) Transport() http.RoundTripper { return transport{s} }
-
-type transport struct{ s *Server }
-
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	rec := httptest.NewRecorder()
-	t.s.serve(rec, r)
-	if r.Body != nil {
-		r.Body.Close()
-	}
-	resp := rec.Result()
-	resp.Request = r
-	return resp, nil
-}
+func (s *Server) Transport() http.RoundTripper { return inproc.Transport(http.HandlerFunc(s.serve)) }
