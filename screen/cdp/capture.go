@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
 	"image/jpeg"
 	"image/png"
 	"math"
@@ -165,7 +164,7 @@ func (d *Display) shot(req captureReq, data []byte, sent screen.Size, format scr
 		events = append(events, "the page is now at "+url)
 	}
 	if dl, open, _ := d.state.currentDialog(); open {
-		events = append(events, dialogNote(dl))
+		events = append(events, dl.Note())
 	}
 	d.lastURL = url
 	dpr := d.cfg.DPR
@@ -196,7 +195,7 @@ func (d *Display) blockedShot(req captureReq) (screen.Shot, error) {
 	data, scroll, zoom := d.last.data, d.last.frame.Scroll, d.last.frame.Zoom
 	if data == nil || d.last.req != req {
 		var err error
-		if data, err = blankImage(req); err != nil {
+		if data, err = screen.BlankImage(req.want, req.format, req.quality); err != nil {
 			return screen.Shot{}, fmt.Errorf("capture: %w", err)
 		}
 		scroll, zoom = actions.Point{}, d.zoom()
@@ -208,22 +207,6 @@ func (d *Display) blockedShot(req captureReq) (screen.Shot, error) {
 	shot := d.shot(req, data, sent, req.format, scroll, zoom,
 		screen.Settle{Reason: "a JavaScript dialog blocks the page; the screenshot shows the page as it was drawn last"}, time.Now())
 	return shot, nil
-}
-
-// blankImage encodes a white image of the size req wants.
-func blankImage(req captureReq) ([]byte, error) {
-	img := image.NewGray(image.Rect(0, 0, req.want.W, req.want.H))
-	for i := range img.Pix {
-		img.Pix[i] = 0xff
-	}
-	var b bytes.Buffer
-	var err error
-	if req.format == screen.JPEG {
-		err = jpeg.Encode(&b, img, &jpeg.Options{Quality: req.quality})
-	} else {
-		err = png.Encode(&b, img)
-	}
-	return b.Bytes(), err
 }
 
 // ready runs before every Capture and Perform, under mu: it fails if the

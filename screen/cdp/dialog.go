@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
@@ -24,30 +22,6 @@ func (d *Display) Dialog() (screen.Dialog, bool) {
 	return dl, ok
 }
 
-// dialogNote tells the model about an open dialog and how to answer it.
-func dialogNote(dl screen.Dialog) string {
-	switch dl.Type {
-	case "alert":
-		return fmt.Sprintf("%s is open and blocks the page; answer it with the dialog action (accept: true).", describeDialog(dl))
-	case "prompt":
-		return fmt.Sprintf("%s is open and blocks the page (default answer %q); answer it with the dialog action: accept with text, or dismiss.",
-			describeDialog(dl), dl.DefaultPrompt)
-	case "beforeunload":
-		return fmt.Sprintf("%s is open: the page asks whether to leave it. Answer with the dialog action: accept leaves the page, dismiss stays.",
-			describeDialog(dl))
-	}
-	return fmt.Sprintf("%s is open and blocks the page; answer it with the dialog action (accept: true for OK, false for Cancel).", describeDialog(dl))
-}
-
-// chooserNote tells the model about an open file chooser.
-func chooserNote(mode page.FileChooserOpenedMode) string {
-	n := "one file"
-	if mode == page.FileChooserOpenedModeSelectMultiple {
-		n = "one or more files"
-	}
-	return fmt.Sprintf("A file chooser is open (%s). Answer it with the upload action, naming files this session makes available.", n)
-}
-
 // autoDismiss dismisses an open dialog when the display is configured to,
 // and leaves a note saying so. It runs under mu.
 func (d *Display) autoDismiss(ctx context.Context) error {
@@ -61,7 +35,7 @@ func (d *Display) autoDismiss(ctx context.Context) error {
 	if err := d.handleDialog(ctx, false, ""); err != nil {
 		return err
 	}
-	d.notes.add("%s opened and was dismissed automatically.", describeDialog(dl))
+	d.notes.add("%s opened and was dismissed automatically.", dl.String())
 	return nil
 }
 
@@ -84,7 +58,7 @@ func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
 		return errors.New("no JavaScript dialog is open")
 	}
 	if a.Text != "" && dl.Type != "prompt" {
-		return fmt.Errorf("%w: text answers a prompt only, and the open dialog is %s", actions.ErrInvalid, describeDialog(dl))
+		return fmt.Errorf("%w: text answers a prompt only, and the open dialog is %s", actions.ErrInvalid, dl.String())
 	}
 	if err := d.handleDialog(ctx, a.Accept, a.Text); err != nil {
 		return err
@@ -93,7 +67,7 @@ func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
 	if a.Accept {
 		verb = "accepted"
 	}
-	d.notes.add("%s was %s.", describeDialog(dl), verb)
+	d.notes.add("%s was %s.", dl.String(), verb)
 	return nil
 }
 
@@ -108,26 +82,9 @@ func (d *Display) upload(ctx context.Context, files []string) error {
 	if fc.Mode != page.FileChooserOpenedModeSelectMultiple && len(files) > 1 {
 		return fmt.Errorf("%w: the file chooser takes one file, got %d", actions.ErrInvalid, len(files))
 	}
-	abs := make([]string, 0, len(files))
-	for _, f := range files {
-		p := f
-		if !filepath.IsAbs(p) && d.cfg.UploadDir != "" {
-			p = filepath.Join(d.cfg.UploadDir, p)
-		}
-		p, err := filepath.Abs(p)
-		if err != nil {
-			return fmt.Errorf("file %q: %v", f, err)
-		}
-		fi, err := os.Stat(p)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("file %q not found", f)
-		case err != nil:
-			return fmt.Errorf("file %q: %v", f, err)
-		case !fi.Mode().IsRegular():
-			return fmt.Errorf("file %q is not a regular file", f)
-		}
-		abs = append(abs, p)
+	abs, err := screen.UploadPaths(files, d.cfg.UploadDir)
+	if err != nil {
+		return err
 	}
 	if _, err := call(ctx, d, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: abs, BackendNodeID: fc.BackendNodeID}); err != nil {
 		return fmt.Errorf("upload: %w", err)

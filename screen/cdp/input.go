@@ -34,7 +34,7 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	}
 	dl, open, seen := d.state.currentDialog()
 	if open && !worksBlocked(m.Kind) {
-		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", m.Kind, describeDialog(dl))
+		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", m.Kind, dl.String())
 	}
 	st := d.state
 	err := d.perform(ctx, m.Action)

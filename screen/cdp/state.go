@@ -353,7 +353,7 @@ func (s *pageState) onPageEvent(ev any) bool {
 	case *page.EventFileChooserOpened:
 		c := *ev
 		s.chooser = &c
-		s.events = append(s.events, chooserNote(ev.Mode))
+		s.events = append(s.events, screen.ChooserNote(ev.Mode == page.FileChooserOpenedModeSelectMultiple))
 	case *input.EventDragIntercepted:
 		s.drag = ev.Data
 	case *inspector.EventTargetCrashed:
@@ -565,13 +565,7 @@ func (s *pageState) openDialog() string {
 	if s.dialog == nil {
 		return ""
 	}
-	return describeDialog(*s.dialog)
-}
-
-// describeDialog names a dialog for the model: a JavaScript confirm dialog
-// ("Delete?").
-func describeDialog(dl screen.Dialog) string {
-	return fmt.Sprintf("a JavaScript %s dialog (%q)", dl.Type, dl.Message)
+	return s.dialog.String()
 }
 
 func (s *pageState) frameCount() int64 {

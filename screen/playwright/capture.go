@@ -95,7 +95,7 @@ func (d *Display) shot(req captureReq, data []byte, scroll actions.Point, zoom f
 		events = append(events, "the page is now at "+url)
 	}
 	if dl, open := d.Dialog(); open {
-		events = append(events, dialogNote(dl))
+		events = append(events, dl.Note())
 	}
 	d.lastURL = url
 	dpr := d.cfg.DPR
@@ -126,29 +126,13 @@ func (d *Display) blockedShot(req captureReq) (screen.Shot, error) {
 	data, scroll, zoom := d.last.data, d.last.frame.Scroll, d.last.frame.Zoom
 	if data == nil || d.last.req != req {
 		var err error
-		if data, err = blankImage(req); err != nil {
+		if data, err = screen.BlankImage(req.size, req.format, req.quality); err != nil {
 			return screen.Shot{}, fmt.Errorf("capture: %w", err)
 		}
 		scroll, zoom = actions.Point{}, 1
 	}
 	return d.shot(req, data, scroll, zoom,
 		screen.Settle{Reason: "a JavaScript dialog blocks the page; the screenshot shows the page as it was drawn last"}, time.Now()), nil
-}
-
-// blankImage encodes a white image of the size req wants.
-func blankImage(req captureReq) ([]byte, error) {
-	img := image.NewGray(image.Rect(0, 0, req.size.W, req.size.H))
-	for i := range img.Pix {
-		img.Pix[i] = 0xff
-	}
-	var b bytes.Buffer
-	var err error
-	if req.format == screen.JPEG {
-		err = jpeg.Encode(&b, img, &jpeg.Options{Quality: req.quality})
-	} else {
-		err = png.Encode(&b, img)
-	}
-	return b.Bytes(), err
 }
 
 // captureReq is a validated capture request.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	pw "github.com/playwright-community/playwright-go"
@@ -32,7 +30,7 @@ func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
 		return errors.New("no JavaScript dialog is open")
 	}
 	if a.Text != "" && info.Type != "prompt" {
-		return fmt.Errorf("%w: text answers a prompt only, and the open dialog is %s", actions.ErrInvalid, describeDialog(info))
+		return fmt.Errorf("%w: text answers a prompt only, and the open dialog is %s", actions.ErrInvalid, info.String())
 	}
 	if err := d.check(); err != nil {
 		return err
@@ -64,17 +62,8 @@ func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
 	if a.Accept {
 		verb = "accepted"
 	}
-	d.tab().state.note("%s was %s.", describeDialog(info), verb)
+	d.tab().state.note("%s was %s.", info.String(), verb)
 	return nil
-}
-
-// chooserNote tells the model about an open file chooser.
-func chooserNote(multiple bool) string {
-	n := "one file"
-	if multiple {
-		n = "one or more files"
-	}
-	return fmt.Sprintf("A file chooser is open (%s). Answer it with the upload action, naming files this session makes available.", n)
 }
 
 // upload performs the Upload action: it hands files to the open file
@@ -89,26 +78,9 @@ func (d *Display) upload(files []string) error {
 	if !fc.IsMultiple() && len(files) > 1 {
 		return fmt.Errorf("%w: the file chooser takes one file, got %d", actions.ErrInvalid, len(files))
 	}
-	abs := make([]string, 0, len(files))
-	for _, f := range files {
-		p := f
-		if !filepath.IsAbs(p) && d.b.cfg.UploadDir != "" {
-			p = filepath.Join(d.b.cfg.UploadDir, p)
-		}
-		p, err := filepath.Abs(p)
-		if err != nil {
-			return fmt.Errorf("file %q: %v", f, err)
-		}
-		fi, err := os.Stat(p)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			return fmt.Errorf("file %q not found", f)
-		case err != nil:
-			return fmt.Errorf("file %q: %v", f, err)
-		case !fi.Mode().IsRegular():
-			return fmt.Errorf("file %q is not a regular file", f)
-		}
-		abs = append(abs, p)
+	abs, err := screen.UploadPaths(files, d.b.cfg.UploadDir)
+	if err != nil {
+		return err
 	}
 	if err := fc.SetFiles(abs, pw.FileChooserSetFilesOptions{
 		Timeout: new(float64(d.cfg.CommandTimeout.Milliseconds())),

@@ -73,7 +73,7 @@ func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (sc
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if dl, open := d.Dialog(); open {
-		return screen.Target{}, fmt.Errorf("%s blocks the page", describeDialog(dl))
+		return screen.Target{}, fmt.Errorf("%s blocks the page", dl.String())
 	}
 	var t screen.Target
 	err := d.run(ctx, hitTestTimeout, func(context.Context) error {

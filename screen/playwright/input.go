@@ -56,7 +56,7 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	dl, _, seen := d.tab().state.currentDialog()
 	if dl != nil {
 		info, _ := d.Dialog()
-		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", a.Kind, describeDialog(info))
+		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", a.Kind, info.String())
 	}
 	err = d.run(ctx, d.cfg.CommandTimeout+a.Duration+eventBudget*inputEvents(a), p)
 	if errors.Is(err, errBlocked) {

@@ -93,7 +93,7 @@ func (s *pageState) watch(p pw.Page) {
 		s.mu.Lock()
 		s.chooser = fc
 		s.mu.Unlock()
-		s.note("%s", chooserNote(fc.IsMultiple()))
+		s.note("%s", screen.ChooserNote(fc.IsMultiple()))
 	})
 }
 
@@ -122,10 +122,10 @@ func (s *pageState) opened(dl pw.Dialog) {
 	}
 	if s.dismiss {
 		if err := dl.Dismiss(); err != nil {
-			s.note("%s opened and could not be dismissed: %s", describeDialog(info), playwrightText(err))
+			s.note("%s opened and could not be dismissed: %s", info.String(), playwrightText(err))
 			return
 		}
-		s.note("%s opened and was dismissed automatically.", describeDialog(info))
+		s.note("%s opened and was dismissed automatically.", info.String())
 		return
 	}
 	s.mu.Lock()
@@ -161,26 +161,6 @@ func (s *pageState) answered(dl pw.Dialog) {
 	}
 	s.dialog, s.info = nil, screen.Dialog{}
 	s.blocked = make(chan struct{})
-}
-
-// describeDialog names a dialog and what it says.
-func describeDialog(dl screen.Dialog) string {
-	return fmt.Sprintf("a JavaScript %s dialog (%q)", dl.Type, dl.Message)
-}
-
-// dialogNote tells the model about an open dialog and how to answer it.
-func dialogNote(dl screen.Dialog) string {
-	switch dl.Type {
-	case "alert":
-		return fmt.Sprintf("%s is open and blocks the page; answer it with the dialog action (accept: true).", describeDialog(dl))
-	case "prompt":
-		return fmt.Sprintf("%s is open and blocks the page (default answer %q); answer it with the dialog action: accept with text, or dismiss.",
-			describeDialog(dl), dl.DefaultPrompt)
-	case "beforeunload":
-		return fmt.Sprintf("%s is open: the page asks whether to leave it. Answer with the dialog action: accept leaves the page, dismiss stays.",
-			describeDialog(dl))
-	}
-	return fmt.Sprintf("%s is open and blocks the page; answer it with the dialog action (accept: true for OK, false for Cancel).", describeDialog(dl))
 }
 
 func (s *pageState) finish(r pw.Request) {
