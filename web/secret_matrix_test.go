@@ -705,7 +705,7 @@ func (c *smCell) runMCP() {
 	}
 	first, err := call(map[string]any{"kind": "screenshot"})
 	if err != nil || first.IsError {
-		t.Fatalf("MCP screenshot = %v, %v", first, err)
+		t.Fatalf("MCP screenshot = %s, %v", c.callOutputs[len(c.callOutputs)-1:], err)
 	}
 	var frame string
 	for _, p := range first.Content {

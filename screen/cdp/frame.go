@@ -563,13 +563,6 @@ func (f *frameControl) grab(ctx context.Context, r captureReq, scroll actions.Po
 	return data, err
 }
 
-// needsScroll: only a region, which Page.captureScreenshot captures, needs
-// the page's scroll offset.
-func (f *frameControl) needsScroll(r captureReq) bool {
-	_, full := f.outputFor(r)
-	return !full
-}
-
 // shotParams are the screenshot parameters of beginFrame for r.
 func (f *frameControl) shotParams(r captureReq) *headlessexperimental.ScreenshotParams {
 	sp := &headlessexperimental.ScreenshotParams{
@@ -591,7 +584,7 @@ func (f *frameControl) shot(ctx context.Context, o output, sp *headlessexperimen
 	start := time.Now()
 	f.hold()
 	defer f.unhold()
-	n := 0
+	n, empty, other := 0, 0, screen.Size{}
 	for ; n < maxEmptyShots || time.Since(start) < shotPatience; n++ {
 		if n >= burstShots {
 			f.unhold()
@@ -605,17 +598,23 @@ func (f *frameControl) shot(ctx context.Context, o output, sp *headlessexperimen
 			return nil, err
 		}
 		if len(res.ScreenshotData) == 0 {
+			empty++
 			continue
 		}
 		// A frame drawn before the window took its new size is of the old
 		// size: run another.
 		if _, size, err := imageSize(res.ScreenshotData); err == nil && size != o.size {
+			other = size
 			continue
 		}
 		return res.ScreenshotData, nil
 	}
-	return nil, fmt.Errorf("%s: no screenshot of the %dx%d window in %d frames over %v",
-		headlessexperimental.CommandBeginFrame, o.size.W, o.size.H, n, time.Since(start).Round(time.Millisecond))
+	why := fmt.Sprintf("%d came back empty", empty)
+	if !other.Empty() {
+		why += fmt.Sprintf(", the others of a %dx%d window", other.W, other.H)
+	}
+	return nil, fmt.Errorf("%s: no screenshot of the %dx%d window in %d frames over %v (%s)",
+		headlessexperimental.CommandBeginFrame, o.size.W, o.size.H, n, time.Since(start).Round(time.Millisecond), why)
 }
 
 // framed runs fn on a goroutine of its own and runs frames until it

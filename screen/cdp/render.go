@@ -23,11 +23,8 @@ type renderer interface {
 	// cannot be used or ctx ends.
 	settle(ctx context.Context, r captureReq, timeout time.Duration) (screen.Settle, error)
 	// grab returns the encoded image of r; scroll is the page's scroll
-	// offset in CSS px, if needsScroll says that grab needs it.
+	// offset in CSS px.
 	grab(ctx context.Context, r captureReq, scroll actions.Point) ([]byte, error)
-	// needsScroll reports whether grab needs the page's scroll offset for
-	// r; if not, Capture asks for it while grab runs.
-	needsScroll(r captureReq) bool
 	// pointer readies the window for a pointer event, a wheel turn if
 	// wheel, and returns the window's pixels per CSS pixel: the factor
 	// of the event's coordinates.
@@ -121,8 +118,6 @@ func (s *screencast) grab(ctx context.Context, r captureReq, scroll actions.Poin
 	}
 	return res.Data, nil
 }
-
-func (s *screencast) needsScroll(captureReq) bool { return true }
 
 func (s *screencast) framed(ctx context.Context, f func(context.Context) error) error { return f(ctx) }
 
