@@ -101,10 +101,11 @@ const (
 	// burstShots frames back to back, then paced, and gives up once it
 	// has run maxEmptyShots frames and shotPatience has passed: a loaded
 	// machine can take longer than any fixed count of back-to-back frames
-	// to draw a new window.
+	// to draw a new window (in CI, with a load average near 15, a new
+	// renderer's first frames came back empty for over 2 s).
 	burstShots    = 3
 	maxEmptyShots = 10
-	shotPatience  = 2 * time.Second
+	shotPatience  = 10 * time.Second
 )
 
 func (f *frameControl) setup(ctx context.Context) error {
