@@ -431,9 +431,21 @@ func (s *smEvents) await(t *testing.T, what string, skip int, match func(sseEven
 		select {
 		case <-changed:
 		case <-limit.C:
-			t.Fatalf("no %s within a minute; events %v", what, kinds(s.all()))
+			t.Fatalf("no %s within a minute; events %v%s", what, kinds(s.all()), stopErrors(s.all()))
 		}
 	}
+}
+
+// stopErrors lists the errors of the turn_stops in evs, for a failure's
+// message.
+func stopErrors(evs []sseEvent) string {
+	var b strings.Builder
+	for _, e := range evs {
+		if msg := e.field("error"); e.Type == "turn_stop" && msg != "" {
+			fmt.Fprintf(&b, "; turn_stop error %q", msg)
+		}
+	}
+	return b.String()
 }
 
 func smIsType(typ string) func(sseEvent) bool {
