@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -20,19 +19,6 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/internal/hitjs"
 )
-
-// hitTestTimeout bounds a whole HitTest or Focused call, however many
-// frames it descends into.
-const hitTestTimeout = 5 * time.Second
-
-// maxFrameDepth bounds how many cross-process iframes a hit-test enters.
-const maxFrameDepth = 4
-
-// hitWorld names the isolated world that hit-tests run in. Its globals and
-// DOM wrappers are its own, so a page that overrides
-// document.elementFromPoint, or defines throwing getters on its elements,
-// does not change what a hit-test sees.
-const hitWorld = "spotter-hittest"
 
 // HitTest returns the element that a click at p (CSS px of the viewport)
 // would reach, as approval rules need it: the nearest interactive
@@ -58,8 +44,8 @@ const hitWorld = "spotter-hittest"
 // back to its name attribute, so that an unlabelled <input name=cardnumber>
 // still says what it is. Values typed into fields are never read.
 func (d *Display) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
-	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
-		return screen.Target{}, fmt.Errorf("hit-test at %v: %w: not a finite point", p, actions.ErrInvalid)
+	if err := hitjs.CheckPoint(p); err != nil {
+		return screen.Target{}, err
 	}
 	t, err := d.inspect(ctx, func(x, y float64) string { return hitjs.Expr("point", x, y) }, p)
 	if err != nil {
@@ -91,8 +77,8 @@ func (d *Display) inspect(ctx context.Context, expr func(x, y float64) string, p
 	if err := d.check(); err != nil {
 		return screen.Target{}, err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, hitTestTimeout,
-		fmt.Errorf("the page did not answer within %v: %w", hitTestTimeout, ErrUnresponsive))
+	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
+		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
 	defer cancel()
 	// Tabs switch under tabMu, not mu: take the active one once. Points
 	// come in viewport px; a zoomed page lays out in px divided by zoom.
@@ -125,7 +111,7 @@ func (d *Display) inspect(ctx context.Context, expr func(x, y float64) string, p
 		// The element is an iframe whose document this world cannot
 		// reach: go on inside it, with the point in its coordinates.
 		outer := h.Target
-		if depth >= maxFrameDepth {
+		if depth >= hitjs.MaxFrameDepth {
 			return outer, nil
 		}
 		child, err := d.frameOf(ctx, sess, frame, expr(p.X, p.Y))
@@ -133,7 +119,7 @@ func (d *Display) inspect(ctx context.Context, expr func(x, y float64) string, p
 			return outer, nil // the iframe as it is seen from outside
 		}
 		p = actions.Pt(h.Cross.X, h.Cross.Y)
-		if _, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: child, WorldName: hitWorld}); err == nil {
+		if _, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: child, WorldName: hitjs.World}); err == nil {
 			frame = child // in this process: same session
 			continue
 		}
@@ -156,7 +142,7 @@ type hit struct {
 
 // inspectFrame runs expr in the hit-test world of frame, on sess.
 func (d *Display) inspectFrame(ctx context.Context, sess cdp.Session, frame cdp.FrameID, expr string, inFrame bool) (hit, error) {
-	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitWorld})
+	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitjs.World})
 	if err != nil {
 		return hit{}, err
 	}
@@ -165,7 +151,7 @@ func (d *Display) inspectFrame(ctx context.Context, sess cdp.Session, frame cdp.
 		ContextID:     w.ExecutionContextID,
 		ReturnByValue: new(true),
 		Silent:        new(true),
-		Timeout:       runtime.TimeDelta(hitTestTimeout / time.Millisecond),
+		Timeout:       runtime.TimeDelta(hitjs.Timeout / time.Millisecond),
 	})
 	if err != nil {
 		return hit{}, err
@@ -190,7 +176,7 @@ func (d *Display) inspectFrame(ctx context.Context, sess cdp.Session, frame cdp.
 // frameOf returns the id of the frame that the iframe element expr lands
 // on shows.
 func (d *Display) frameOf(ctx context.Context, sess cdp.Session, frame cdp.FrameID, expr string) (cdp.FrameID, error) {
-	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitWorld})
+	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitjs.World})
 	if err != nil {
 		return "", err
 	}
@@ -198,7 +184,7 @@ func (d *Display) frameOf(ctx context.Context, sess cdp.Session, frame cdp.Frame
 		Expression: expr + ".element",
 		ContextID:  w.ExecutionContextID,
 		Silent:     new(true),
-		Timeout:    runtime.TimeDelta(hitTestTimeout / time.Millisecond),
+		Timeout:    runtime.TimeDelta(hitjs.Timeout / time.Millisecond),
 	})
 	if err != nil {
 		return "", err

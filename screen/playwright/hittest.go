@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
-	"time"
 
 	pw "github.com/playwright-community/playwright-go"
 
@@ -15,21 +13,6 @@ import (
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/internal/hitjs"
 )
-
-// hitTestTimeout bounds a whole HitTest or Focused call, however many
-// frames it descends into.
-const hitTestTimeout = 5 * time.Second
-
-// maxFrameDepth bounds how many iframes a hit-test enters from outside.
-const maxFrameDepth = 4
-
-// hitWorld names the isolated world that hit-tests run in: its globals and
-// DOM wrappers are its own, so a page that overrides
-// document.elementFromPoint, or defines throwing getters on its elements,
-// does not change what a hit-test sees. Playwright's own evaluation runs in
-// the page's main world, so the hit-test goes through a CDP session of the
-// page (Chromium only, launched or connected).
-const hitWorld = "spotter-hittest"
 
 // HitTest returns the element that a click at p (CSS px of the viewport)
 // would reach, as approval rules and secret-field detection need it, the
@@ -44,10 +27,12 @@ const hitWorld = "spotter-hittest"
 // a Perform or Capture in progress and takes at most 5s (less if ctx
 // says so). A page that does not answer in time gives an error wrapping
 // ErrUnresponsive, a page blocked by a dialog one naming the dialog, and a
-// gone display one wrapping screen.ErrGone.
+// gone display one wrapping screen.ErrGone. Playwright's own evaluation
+// runs in the page's main world, so the hit-test runs in hitjs.World over
+// a CDP session of the page (Chromium only, launched or connected).
 func (d *Display) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
-	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
-		return screen.Target{}, fmt.Errorf("hit-test at %v: %w: not a finite point", p, actions.ErrInvalid)
+	if err := hitjs.CheckPoint(p); err != nil {
+		return screen.Target{}, err
 	}
 	t, err := d.inspect(ctx, "point", p)
 	if err != nil {
@@ -76,7 +61,7 @@ func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (sc
 		return screen.Target{}, fmt.Errorf("%s blocks the page", dl.String())
 	}
 	var t screen.Target
-	err := d.run(ctx, hitTestTimeout, func(context.Context) error {
+	err := d.run(ctx, hitjs.Timeout, func(context.Context) error {
 		s, err := d.cdpSession()
 		if err != nil {
 			return err
@@ -101,7 +86,7 @@ func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (sc
 				return err
 			}
 			t = h.Target
-			if h.Cross == nil || depth >= maxFrameDepth {
+			if h.Cross == nil || depth >= hitjs.MaxFrameDepth {
 				return nil
 			}
 			// An iframe whose document this world cannot reach: go on
@@ -199,7 +184,7 @@ func isolatedWorld(s pw.CDPSession, frame string) (int64, error) {
 	var w struct {
 		ID int64 `json:"executionContextId"`
 	}
-	err := cdpCall(s, "Page.createIsolatedWorld", map[string]any{"frameId": frame, "worldName": hitWorld}, &w)
+	err := cdpCall(s, "Page.createIsolatedWorld", map[string]any{"frameId": frame, "worldName": hitjs.World}, &w)
 	return w.ID, err
 }
 
@@ -249,7 +234,7 @@ func inspectFrame(s pw.CDPSession, frame, expr string, inFrame bool) (hit, error
 		"contextId":     world,
 		"returnByValue": true,
 		"silent":        true,
-		"timeout":       hitTestTimeout.Milliseconds(),
+		"timeout":       hitjs.Timeout.Milliseconds(),
 	}, &res)
 	if err != nil {
 		return hit{}, err
@@ -279,7 +264,7 @@ func frameOf(s pw.CDPSession, frame, expr string) (string, error) {
 		"expression": expr + ".element",
 		"contextId":  world,
 		"silent":     true,
-		"timeout":    hitTestTimeout.Milliseconds(),
+		"timeout":    hitjs.Timeout.Milliseconds(),
 	}, &res)
 	if err != nil {
 		return "", err

@@ -6,8 +6,35 @@ package hitjs
 
 import (
 	_ "embed"
+	"fmt"
+	"math"
 	"strconv"
+	"time"
+
+	"github.com/spotter-harness/spotter/actions"
 )
+
+// Timeout bounds a whole HitTest or Focused call, however many frames it
+// descends into.
+const Timeout = 5 * time.Second
+
+// MaxFrameDepth bounds how many iframes a hit-test enters from outside
+// the page's process.
+const MaxFrameDepth = 4
+
+// World names the isolated world that hit-tests run in: its globals and
+// DOM wrappers are its own, so a page that overrides
+// document.elementFromPoint, or defines throwing getters on its elements,
+// does not change what a hit-test sees.
+const World = "spotter-hittest"
+
+// CheckPoint refuses a point a hit-test cannot be asked about.
+func CheckPoint(p actions.Point) error {
+	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+		return fmt.Errorf("hit-test at %v: %w: not a finite point", p, actions.ErrInvalid)
+	}
+	return nil
+}
 
 // script locates the element and describes it. Every loop and text walk
 // is bounded.
