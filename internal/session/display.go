@@ -158,8 +158,9 @@ const (
 // so (and does not wrap screen.ErrGone, so the run goes on); a Capture
 // returns the new display's screenshot with a note.
 type guard struct {
-	s     *Session
-	relMu sync.Mutex // one relaunch (or close) at a time
+	s      *Session
+	relMu  sync.Mutex // one relaunch (or close) at a time
+	takeMu sync.Mutex // one Takeover at a time
 
 	mu         sync.Mutex
 	inner      Display           // the current display
@@ -408,7 +409,9 @@ func (v operatorView) Capture(ctx context.Context, o screen.CaptureOptions) (scr
 func (v operatorView) Perform(ctx context.Context, m screen.Mapped) error { return v.g.perform(ctx, m) }
 
 // Takeover gives the display to an operator (active) or hands it back to
-// the loop.
+// the loop. Its event is stored and handed to the session's streams
+// before a turn waiting for the hand-back goes on, so that the hand-back
+// comes before what the turn does next, in the stream and in the store.
 func (s *Session) Takeover(ctx context.Context, active bool, by string) error {
 	if err := s.openDisplay(ctx); err != nil {
 		return err
@@ -416,29 +419,34 @@ func (s *Session) Takeover(ctx context.Context, active bool, by string) error {
 	s.mu.Lock()
 	g := s.disp
 	s.mu.Unlock()
+	g.takeMu.Lock() // one change of hands at a time
+	defer g.takeMu.Unlock()
 	g.mu.Lock()
 	changed := g.active != active
-	if changed {
-		g.active = active
-		if active {
-			g.free = make(chan struct{})
-		} else {
-			close(g.free)
-		}
+	if changed && active {
+		g.active = true
+		g.free = make(chan struct{})
 	}
 	g.mu.Unlock()
-	if changed {
-		// Kept across a restart: a turn resumed then still waits for the
-		// hand-back.
-		s.mu.Lock()
-		s.saved.Takeover = nil
-		if active {
-			s.saved.Takeover = &savedTakeover{By: by}
-		}
-		s.save()
-		s.mu.Unlock()
-		s.m.audit(ctx, by, "takeover", s.id, "", map[string]bool{"active": active})
-		s.emit(EventTakeover, map[string]any{"by": by, "active": active})
+	if !changed {
+		return nil
+	}
+	// Kept across a restart: a turn resumed then still waits for the
+	// hand-back.
+	s.mu.Lock()
+	s.saved.Takeover = nil
+	if active {
+		s.saved.Takeover = &savedTakeover{By: by}
+	}
+	s.save()
+	s.mu.Unlock()
+	s.m.audit(ctx, by, "takeover", s.id, "", map[string]bool{"active": active})
+	s.emit(EventTakeover, map[string]any{"by": by, "active": active})
+	if !active {
+		g.mu.Lock()
+		g.active = false
+		close(g.free)
+		g.mu.Unlock()
 	}
 	return nil
 }
