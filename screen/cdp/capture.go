@@ -29,9 +29,16 @@ func (d *Display) Capture(ctx context.Context, o screen.CaptureOptions) (screen.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	shot, err := d.capture(ctx, o)
-	if errors.Is(err, screen.ErrGone) && d.tabClosed() {
+	switch {
+	case errors.Is(err, screen.ErrGone) && d.tabClosed():
 		// The active tab closed while it was captured (a page's
 		// window.close()): show the tab that takes its place.
+		shot, err = d.capture(ctx, o)
+	case errors.Is(err, errWedged):
+		// The window stopped drawing: its page, in a new one.
+		if rerr := d.reopen(ctx); rerr != nil {
+			return shot, errors.Join(err, rerr)
+		}
 		shot, err = d.capture(ctx, o)
 	}
 	return shot, err

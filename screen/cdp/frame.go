@@ -106,7 +106,19 @@ const (
 	burstShots    = 3
 	maxEmptyShots = 10
 	shotPatience  = 10 * time.Second
+	// wedgePatience is how long a window whose every screenshot came back
+	// empty is given before it counts as wedged (errWedged). Under load
+	// (CI, many browsers), about 1 new window in a few hundred never
+	// draws again: its frames come back empty for good while its page
+	// still runs scripts and answers; Page.captureScreenshot hangs, and
+	// neither a resize nor a reload brings it back. A new window at the
+	// same URL draws at its first frame (measured: 4 of 4 wedged windows).
+	wedgePatience = 3 * time.Second
 )
+
+// errWedged marks a frame-controlled window that draws nothing any more:
+// Capture then opens its page again in a new window (reopen).
+var errWedged = errors.New("the window draws nothing")
 
 func (f *frameControl) setup(ctx context.Context) error {
 	d := f.d
@@ -580,13 +592,18 @@ func (f *frameControl) shotParams(r captureReq) *headlessexperimental.Screenshot
 // shot runs frames with a screenshot until one comes back of o's size:
 // burstShots back to back, then paced a frame interval apart (letting go
 // of the browser's frame lock while it waits), until maxEmptyShots frames
-// ran and shotPatience passed.
+// ran and shotPatience passed. A window whose every frame came back
+// empty for wedgePatience is wedged (errWedged).
 func (f *frameControl) shot(ctx context.Context, o output, sp *headlessexperimental.ScreenshotParams) ([]byte, error) {
 	start := time.Now()
 	f.hold()
 	defer f.unhold()
 	n, empty, other := 0, 0, screen.Size{}
 	for ; n < maxEmptyShots || time.Since(start) < shotPatience; n++ {
+		if empty == n && n >= maxEmptyShots && time.Since(start) >= wedgePatience {
+			return nil, fmt.Errorf("%s: %w: %d frames over %v came back without a screenshot",
+				headlessexperimental.CommandBeginFrame, errWedged, n, time.Since(start).Round(time.Millisecond))
+		}
 		if n >= burstShots {
 			f.unhold()
 			if err := f.wait(ctx, time.Now().Add(frameInterval)); err != nil {

@@ -82,6 +82,8 @@ func (f *frameTab) Call(ctx context.Context, method string, params, res any) err
 			}
 		}
 		return nil
+	case page.CommandGetLayoutMetrics:
+		return nil // no scroll
 	}
 	return errors.New("unexpected " + method)
 }
@@ -231,7 +233,8 @@ func TestFrameSettleDialog(t *testing.T) {
 
 // grab runs frames until a screenshot of the window's size comes back:
 // past a burst it paces them, and it gives up only after maxEmptyShots
-// frames and shotPatience (in a synctest bubble: the time is fake).
+// frames and shotPatience, or, if every frame came back empty, after
+// wedgePatience with errWedged (in a synctest bubble: the time is fake).
 func TestFrameGrab(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -244,6 +247,7 @@ func TestFrameGrab(t *testing.T) {
 		{"empty frames first", 3, screen.Size{W: 1024, H: 640}, 4, false},
 		{"empty past the count", maxEmptyShots + 5, screen.Size{W: 1024, H: 640}, maxEmptyShots + 6, false},
 		{"never", 1 << 20, screen.Size{W: 1024, H: 640}, 0, true},
+		{"empty, then the old size", maxEmptyShots + 5, screen.Size{W: 512, H: 320}, 0, true},
 		{"wrong size", 0, screen.Size{W: 512, H: 320}, 0, true},
 	}
 	for _, tt := range tests {
@@ -262,12 +266,20 @@ func TestFrameGrab(t *testing.T) {
 					data, err := f.grab(t.Context(), r, actions.Point{})
 					took := time.Since(start)
 					_, shots := tab.count()
+					wedged := tt.empty > 1<<10 // every frame empty
+					patience := shotPatience
+					if wedged {
+						patience = wedgePatience
+					}
 					switch {
 					case tt.wantShots > 0 && shots != tt.wantShots:
 						t.Errorf("grab(%s) ran %d screenshot frames, want %d", format, shots, tt.wantShots)
-					case tt.wantShots == 0 && (shots < maxEmptyShots || took < shotPatience):
+					case tt.wantShots == 0 && (shots < maxEmptyShots || took < patience || took > patience+time.Second):
 						t.Errorf("grab(%s) gave up after %d frames in %v, want at least %d frames and %v", format, shots, took,
-							maxEmptyShots, shotPatience)
+							maxEmptyShots, patience)
+					}
+					if got := errors.Is(err, errWedged); got != wedged {
+						t.Errorf("grab(%s) = %v: wedged %v, want %v", format, err, got, wedged)
 					}
 					if tt.wantErr {
 						if err == nil {

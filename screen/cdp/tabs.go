@@ -1,6 +1,7 @@
 package cdp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -251,6 +252,48 @@ func (d *Display) blankTab(ctx context.Context) error {
 		return err
 	}
 	d.notes.add("No tab was left open, so a blank tab was opened.")
+	return nil
+}
+
+// reopen replaces the active tab, whose window no longer draws
+// (errWedged), by a new window at the same URL and page zoom, in the same
+// place among the tabs, and closes the old one. The model is told: what
+// the page held (typed text, scroll position) is lost.
+func (d *Display) reopen(ctx context.Context) error {
+	old := d.cur
+	if !d.frames || old == nil || d.browser == nil {
+		return screen.ErrUnsupported
+	}
+	url := cmp.Or(old.state.currentURL(), "about:blank")
+	vp := d.cfg.Viewport
+	res, err := browserCall(ctx, d, target.CreateTarget, target.CreateTargetParams{
+		URL: url, BrowserContextID: d.bcID, Width: int64(vp.W), Height: int64(vp.H),
+		EnableBeginFrameControl: new(true), NewWindow: new(true),
+	})
+	if err != nil {
+		return fmt.Errorf("reopen the tab: %w", err)
+	}
+	if err := d.attach(ctx, res.TargetID); err != nil {
+		return fmt.Errorf("reopen the tab: %w", err)
+	}
+	tb := d.cur
+	d.tabs = slices.DeleteFunc(d.tabs, func(x *tab) bool { return x == tb })
+	if i := slices.Index(d.tabs, old); i >= 0 {
+		d.tabs[i] = tb
+	} else {
+		d.tabs = append(d.tabs, tb)
+	}
+	if old.zoom > 0 && old.zoom != 1 {
+		tb.zoom = old.zoom
+		if err := d.r.zoomed(ctx); err != nil {
+			return fmt.Errorf("reopen the tab: %w", err)
+		}
+	}
+	// An error leaves the old window open but unused; it goes with the
+	// display's browser context.
+	_, _ = browserCall(ctx, d, target.CloseTarget, target.CloseTargetParams{TargetID: old.id})
+	d.log.WarnContext(ctx, "a window stopped drawing; its page was opened again in a new one")
+	d.notes.add("The browser window stopped drawing, so its page (%s) was opened again in a new window: what the page held (typed text, scroll position) was lost.", clipText(url, 200))
 	return nil
 }
 
