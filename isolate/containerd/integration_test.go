@@ -518,3 +518,90 @@ func TestSwappedSocketIsRefused(t *testing.T) {
 		t.Errorf("Browser() with a swapped socket = %v, want an error containing %q", err, want)
 	}
 }
+
+// A runtime closed while a sandbox starts (a server shutting down as a
+// session opens) leaves nothing behind, whatever the start had made: the
+// close cancels the start, waits for it, and removes its container, task
+// and state directory. Each case closes at a later stage of the start.
+func TestCloseWhileStarting(t *testing.T) {
+	isolatetest.Integration(t)
+	stages := []struct {
+		name    string
+		reached func(ctx context.Context, r *Runtime) bool
+	}{
+		{"registered", func(ctx context.Context, r *Runtime) bool { return true }},
+		{"container", func(ctx context.Context, r *Runtime) bool {
+			cs, err := r.c.Containers(ctx)
+			return err == nil && len(cs) > 0
+		}},
+		{"task", func(ctx context.Context, r *Runtime) bool {
+			cs, err := r.c.Containers(ctx)
+			if err != nil || len(cs) == 0 {
+				return false
+			}
+			_, err = cs[0].Task(ctx, nil)
+			return err == nil
+		}},
+	}
+	for _, st := range stages {
+		t.Run(st.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			ns := "spotter-close-test"
+			dir, err := os.MkdirTemp("", "sbx") // short: unix socket paths live under it
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			r, err := New(ctx, Config{Socket: isolatetest.Socket(t), Namespace: ns, StateDir: dir,
+				Agent: os.Args[0], AgentArgs: []string{"agent"}, Logger: testLogger()})
+			if err != nil {
+				t.Fatalf("New() = %v", err)
+			}
+			started := make(chan error, 1)
+			go func() {
+				s, err := r.Start(ctx, isolate.Config{Name: "closing", Logger: testLogger()})
+				if err == nil {
+					err = s.Close(ctx) // it started before the close
+				}
+				started <- err
+			}()
+			nctx := withNS(ctx, r)
+			for {
+				r.mu.Lock()
+				n := len(r.sandboxes)
+				r.mu.Unlock()
+				if n > 0 && st.reached(nctx, r) {
+					break
+				}
+				select {
+				case err := <-started:
+					t.Fatalf("Start ended (%v) before the stage was seen", err)
+				case <-ctx.Done():
+					t.Fatal("the start never reached the stage")
+				case <-time.After(2 * time.Millisecond): // poll the daemon
+				}
+			}
+			if err := r.Close(ctx); err != nil {
+				t.Errorf("Close() = %v", err)
+			}
+			t.Logf("Start after Close: %v", <-started)
+			c, err := client.New(isolatetest.Socket(t), client.WithDefaultNamespace(ns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cs, err := c.Containers(namespaces.WithNamespace(ctx, ns))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, left := range cs {
+				t.Errorf("container %s left behind", left.ID())
+				deleteContainer(namespaces.WithNamespace(context.Background(), ns), left)
+			}
+			if dirs, _ := os.ReadDir(r.cfg.StateDir); len(dirs) > 0 {
+				t.Errorf("state directories left behind: %v", dirs)
+			}
+		})
+	}
+}

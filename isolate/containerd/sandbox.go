@@ -53,6 +53,12 @@ type Sandbox struct {
 	proxyCancel context.CancelFunc
 	proxyDone   chan error
 
+	// The start in progress: Close cancels it and waits for it to end
+	// before it removes what the start made, so that a sandbox closed
+	// while it starts (its Runtime closed) leaves no container behind.
+	startCancel context.CancelFunc
+	startDone   chan struct{}
+
 	mu      sync.Mutex
 	cause   error // why the sandbox died; nil while it works
 	closing bool
@@ -103,10 +109,16 @@ func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, erro
 		log:  cfg.Logger.With(logKeyComponent, "sandbox", logKeySandbox, id, "session", cfg.Name),
 		sock: filepath.Join(r.cfg.StateDir, id, runDirName, agentSocket),
 	}
+	sctx, scancel := context.WithCancel(ctx)
+	s.startCancel, s.startDone = scancel, make(chan struct{})
 	if err := r.add(s); err != nil {
+		scancel()
 		return nil, err
 	}
-	if err := s.start(ctx, proxy); err != nil {
+	err = s.start(sctx, proxy)
+	scancel()
+	close(s.startDone)
+	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start sandbox %s: %w", id, err), s.Close(ctx))
 	}
 	return s, nil
@@ -360,11 +372,27 @@ func (s *Sandbox) dead() error {
 // canceled, bounded by its own timeout. It is idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		if s.startCancel != nil {
+			s.startCancel()
+			<-s.startDone
+		}
 		ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.WithoutCancel(ctx), s.r.cfg.Namespace), closeTimeout)
 		defer cancel()
 		s.mu.Lock()
 		s.closing = true
 		s.mu.Unlock()
+		// A start canceled while the daemon made the container or its
+		// task may not have heard of them: look them up.
+		if s.container == nil {
+			if c, err := s.r.c.LoadContainer(ctx, s.id); err == nil {
+				s.container = c
+			}
+		}
+		if s.task == nil && s.container != nil {
+			if t, err := s.container.Task(ctx, nil); err == nil {
+				s.task = t
+			}
+		}
 		var errs []error
 		if s.task != nil {
 			if _, err := s.task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
