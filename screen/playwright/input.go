@@ -67,6 +67,13 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 			err = nil
 		}
 	}
+	if errors.Is(err, errTabClosed) {
+		// The action closed its own tab (a button that calls
+		// window.close() closes it between press and release, or before
+		// Playwright hears of the click): the input was delivered, and
+		// the next capture shows the tab that takes its place.
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.Kind, err)
 	}
