@@ -107,10 +107,11 @@ func (d *Display) capture(ctx context.Context, o screen.CaptureOptions) (screen.
 			}
 		}
 	}
-	// The scroll offset is asked before the image is drawn, not while: a
-	// frame-control screenshot taken while the renderer answered the
-	// layout metrics came back empty now and then, frame after frame
-	// (seen under serve, 1 cell in about 30 of the secret matrix).
+	// The scroll offset is asked before the image is drawn. Asking it
+	// while the frame-control screenshot is drawn saved its round trip
+	// (0.4-0.7 ms); that overlap was withdrawn as the suspect of empty
+	// screenshots, which turned out to be wedged windows (see reopen and
+	// docs/PERFORMANCE.md), so it could come back.
 	metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
 	if errors.Is(err, errBlocked) {
 		return d.blockedShot(req)
