@@ -10,6 +10,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/imagejson"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -134,11 +135,13 @@ func EncodeResult(c harness.Call, r harness.Result) (json.RawMessage, error) {
 	if r.CallID != "" && r.CallID != c.ID {
 		return nil, fmt.Errorf("anthropic: encode result: result is for call %q, not %q", r.CallID, c.ID)
 	}
-	b, err := toolResult(pendingCall{id: c.ID, n: len(c.Actions), client: c.Input != nil}, r, screen.Size{})
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: encode result for %s: %w", c.ID, err)
-	}
-	out, err := json.Marshal(b)
+	out, err := imagejson.Marshal(r, func(r harness.Result) ([]byte, error) {
+		b, err := toolResult(pendingCall{id: c.ID, n: len(c.Actions), client: c.Input != nil}, r, screen.Size{})
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(b)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encode result for %s: %w", c.ID, err)
 	}

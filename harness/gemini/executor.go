@@ -14,6 +14,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/imagejson"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -241,7 +242,9 @@ func EncodeResult(c harness.Call, r harness.Result) (json.RawMessage, error) {
 	if p.name == "" {
 		return nil, fmt.Errorf("gemini: encode result for %s: the call has no function name", c.ID)
 	}
-	b, err := json.Marshal(&genai.Part{FunctionResponse: functionResponse(p, r)})
+	b, err := imagejson.Marshal(r, func(r harness.Result) ([]byte, error) {
+		return json.Marshal(&genai.Part{FunctionResponse: functionResponse(p, r)})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("gemini: encode result for %s: %w", c.ID, err)
 	}

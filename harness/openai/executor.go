@@ -11,6 +11,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/harness/internal/imagejson"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -193,25 +194,26 @@ func EncodeResultFor(model string, c harness.Call, r harness.Result) (json.RawMe
 	}
 	p := pending{id: c.ID, actions: len(c.Actions), checks: c.SafetyChecks, client: c.Input != nil,
 		function: c.Input != nil || isFunctionCall(c.Raw)}
-	var it item
-	if p.client {
-		it = clientOutput(r, p)
-	} else {
-		if r.Shot == nil {
-			return nil, fmt.Errorf("openai: encode result for %s: a %s needs a screenshot", c.ID, outputType(p))
+	if !p.client && r.Shot == nil {
+		return nil, fmt.Errorf("openai: encode result for %s: a %s needs a screenshot", c.ID, outputType(p))
+	}
+	b, err := imagejson.Marshal(r, func(r harness.Result) ([]byte, error) {
+		if p.client {
+			return json.Marshal(clientOutput(r, p).p)
 		}
 		pic, err := pictureOf(r.Shot)
 		if err != nil {
-			return nil, fmt.Errorf("openai: encode result for %s: %w", c.ID, err)
+			return nil, err
 		}
+		var it item
 		if p.function {
 			detail := imageDetailFor(toolFor(cmp.Or(model, DefaultModel)))
 			it = functionOutput(r, p, pic, resultText(r, p, ""), detail)
 		} else {
 			it, _ = computerOutput(r, p, pic)
 		}
-	}
-	b, err := json.Marshal(it.p)
+		return json.Marshal(it.p)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("openai: encode result for %s: %w", c.ID, err)
 	}
