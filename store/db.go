@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,13 +22,57 @@ type db struct {
 	c           *committer
 	fkViolation func(error) bool
 	retryable   func(error) bool // see committer.retryable; nil: none
+	// stmts holds the prepared statements of the writes every step makes
+	// (query → *sql.Stmt), each prepared once per connection (exec).
+	stmts sync.Map
 }
 
 func (d *db) q(query string) string { return rebind(d.dollar, query) }
 
+// exec runs query (in ? form) in tx as a statement prepared once: a step
+// of a session makes the same half-dozen writes every time, and parsing
+// them again each time was half of the CPU of its commit in SQLite.
+func (d *db) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := d.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+// queryRow is exec for a statement that returns a row.
+func (d *db) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	st, err := d.stmt(ctx, query)
+	if err != nil {
+		return tx.QueryRowContext(ctx, d.q(query), args...) // reports the same error
+	}
+	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
+
+// stmt returns query's prepared statement, preparing it the first time.
+// database/sql prepares it again on each connection that runs it, once.
+func (d *db) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := d.stmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := d.sql.PrepareContext(ctx, d.q(query))
+	if err != nil {
+		return nil, err
+	}
+	if old, loaded := d.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return old.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
 // Close stores the writes already queued, then closes the database.
 func (d *db) Close() error {
 	d.c.close()
+	d.stmts.Range(func(_, st any) bool {
+		st.(*sql.Stmt).Close()
+		return true
+	})
 	return d.sql.Close()
 }
 
@@ -101,7 +146,7 @@ func (d *db) exists(ctx context.Context, session string) error {
 // what keeps sequence numbers gap-free across processes.
 func (d *db) bump(ctx context.Context, tx *sql.Tx, session, counter string) (int64, error) {
 	var n int64
-	err := tx.QueryRowContext(ctx, d.q(`UPDATE sessions SET `+counter+` = `+counter+` + 1 WHERE id = ? RETURNING `+counter), session).Scan(&n)
+	err := d.queryRow(ctx, tx, `UPDATE sessions SET `+counter+` = `+counter+` + 1 WHERE id = ? RETURNING `+counter, session).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("session %s: %w", session, ErrNotFound)
 	}
@@ -173,8 +218,8 @@ func updateSessionOp(s Session) (op, error) {
 		return nil, fmt.Errorf("update session %s: %w", s.ID, err)
 	}
 	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
-		res, err := tx.ExecContext(ctx, d.q(`UPDATE sessions SET kind = ?, title = ?, status = ?, config = ?, state = ?,
-url = ?, step = ?, error = ?, created_us = ?, updated_us = ? WHERE id = ?`), args...)
+		res, err := d.exec(ctx, tx, `UPDATE sessions SET kind = ?, title = ?, status = ?, config = ?, state = ?,
+url = ?, step = ?, error = ?, created_us = ?, updated_us = ? WHERE id = ?`, args...)
 		if err == nil {
 			var n int64
 			if n, err = res.RowsAffected(); err == nil && n == 0 {
@@ -272,7 +317,7 @@ func appendEventOp(e *Event) (op, error) {
 	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
 		seq, err := d.bump(ctx, tx, e.Session, "event_seq")
 		if err == nil {
-			_, err = tx.ExecContext(ctx, d.q(`INSERT INTO events (session, seq, type, data, time_us) VALUES (?, ?, ?, ?, ?)`),
+			_, err = d.exec(ctx, tx, `INSERT INTO events (session, seq, type, data, time_us) VALUES (?, ?, ?, ?, ?)`,
 				e.Session, seq, e.Type, data, micros(t))
 		}
 		if err != nil {
@@ -321,7 +366,7 @@ func appendMessageOp(m *Message) (op, error) {
 	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
 		seq, err := d.bump(ctx, tx, m.Session, "message_seq")
 		if err == nil {
-			_, err = tx.ExecContext(ctx, d.q(`INSERT INTO messages (session, seq, role, content, call_id, time_us) VALUES (?, ?, ?, ?, ?, ?)`),
+			_, err = d.exec(ctx, tx, `INSERT INTO messages (session, seq, role, content, call_id, time_us) VALUES (?, ?, ?, ?, ?, ?)`,
 				m.Session, seq, m.Role, content, m.CallID, micros(t))
 		}
 		if err != nil {
@@ -367,10 +412,10 @@ func putToolCallOp(c ToolCall) (op, error) {
 	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
 		ord, err := d.bump(ctx, tx, c.Session, "call_seq")
 		if err == nil {
-			_, err = tx.ExecContext(ctx, d.q(`INSERT INTO tool_calls (session, id, ord, step, name, input, status, result, created_us, updated_us)
+			_, err = d.exec(ctx, tx, `INSERT INTO tool_calls (session, id, ord, step, name, input, status, result, created_us, updated_us)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (session, id) DO UPDATE SET step = excluded.step, name = excluded.name, input = excluded.input,
-status = excluded.status, result = excluded.result, created_us = excluded.created_us, updated_us = excluded.updated_us`),
+status = excluded.status, result = excluded.result, created_us = excluded.created_us, updated_us = excluded.updated_us`,
 				c.Session, c.ID, ord, c.Step, c.Name, js[0], c.Status, js[1], micros(c.Created), micros(c.Updated))
 		}
 		if err != nil {
@@ -591,9 +636,9 @@ func putShotOp(s Shot) (op, error) {
 		return nil, fmt.Errorf("put shot in session %s: empty name", s.Session)
 	}
 	return func(ctx context.Context, d *db, tx *sql.Tx) (func(), error) {
-		_, err := tx.ExecContext(ctx, d.q(`INSERT INTO shots (session, name, frame_id, step, bytes, time_us) VALUES (?, ?, ?, ?, ?, ?)
+		_, err := d.exec(ctx, tx, `INSERT INTO shots (session, name, frame_id, step, bytes, time_us) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (session, name) DO UPDATE SET frame_id = excluded.frame_id, step = excluded.step, bytes = excluded.bytes,
-time_us = excluded.time_us`), s.Session, s.Name, s.FrameID, s.Step, s.Bytes, micros(s.Time))
+time_us = excluded.time_us`, s.Session, s.Name, s.FrameID, s.Step, s.Bytes, micros(s.Time))
 		if d.fkViolation(err) {
 			err = fmt.Errorf("session %s: %w", s.Session, ErrNotFound)
 		}
