@@ -15,9 +15,12 @@ import (
 
 // cleanup removes what sandboxes of dead Spotter processes left behind in
 // the runtime's namespace: their tasks, containers, state directories and
-// cgroups. Sandboxes of processes that still run are left alone.
+// cgroups. Sandboxes of processes that still run are left alone. Every
+// sandbox has an owner; one made before unnamed sandboxes were named by
+// their id has no labelSandbox (containerd drops a label with an empty
+// value), so sandboxes are found by their owner.
 func (r *Runtime) cleanup(ctx context.Context) error {
-	cs, err := r.c.Containers(ctx, `labels."`+labelSandbox+`"`)
+	cs, err := r.c.Containers(ctx, `labels."`+labelOwner+`"`)
 	if err != nil {
 		return fmt.Errorf("list leftover sandboxes: %w", err)
 	}

@@ -317,10 +317,13 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	r := runtimeFor(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	// A sandbox whose owner is gone (a pid that cannot run), and one of
-	// this process, both without a task; and a state directory alone.
-	dead, live := idPrefix+"deadbeefdeadbeef", idPrefix+"a1a1a1a1a1a1a1a1"
-	for _, c := range []struct{ id, owner string }{{dead, "999999999:1"}, {live, r.owner}} {
+	// A sandbox whose owner is gone (a pid that cannot run), one of this
+	// process, both without a task; one of a dead owner made unnamed by an
+	// earlier version (containerd dropped its empty name label); and a
+	// state directory alone.
+	dead, live, unnamed := idPrefix+"deadbeefdeadbeef", idPrefix+"a1a1a1a1a1a1a1a1", idPrefix+"0badbadbadbadbad"
+	for _, c := range []struct{ id, owner, name string }{{dead, "999999999:1", "leftover"}, {live, r.owner, "leftover"},
+		{unnamed, "999999999:1", ""}} {
 		if err := os.MkdirAll(filepath.Join(r.cfg.StateDir, c.id, rootfsDirName), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +332,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 		}
 		_, err := r.c.NewContainer(withNS(ctx, r), c.id,
 			newSpec(filepath.Join(r.cfg.StateDir, c.id)),
-			labelsOpt(map[string]string{labelSandbox: "leftover", labelOwner: c.owner}),
+			labelsOpt(map[string]string{labelSandbox: c.name, labelOwner: c.owner}),
 		)
 		if err != nil {
 			t.Fatalf("create container %s: %v", c.id, err)
@@ -357,13 +360,14 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	for _, c := range cs {
 		ids = append(ids, c.ID())
 	}
-	if slices.Contains(ids, dead) || !slices.Contains(ids, live) {
-		t.Errorf("containers after cleanup = %v, want %s gone and %s kept", ids, dead, live)
+	if slices.Contains(ids, dead) || slices.Contains(ids, unnamed) || !slices.Contains(ids, live) {
+		t.Errorf("containers after cleanup = %v, want %s and %s gone and %s kept", ids, dead, unnamed, live)
 	}
 	for _, c := range []struct {
 		dir  string
 		want bool
-	}{{filepath.Join(r.cfg.StateDir, dead), false}, {filepath.Join(r.cfg.StateDir, live), true}, {orphanDir, false}} {
+	}{{filepath.Join(r.cfg.StateDir, dead), false}, {filepath.Join(r.cfg.StateDir, unnamed), false},
+		{filepath.Join(r.cfg.StateDir, live), true}, {orphanDir, false}} {
 		if _, err := os.Stat(c.dir); (err == nil) != c.want {
 			t.Errorf("state directory %s exists = %v after cleanup, want %v", c.dir, err == nil, c.want)
 		}
@@ -603,5 +607,24 @@ func TestCloseWhileStarting(t *testing.T) {
 				t.Errorf("state directories left behind: %v", dirs)
 			}
 		})
+	}
+}
+
+// An unnamed sandbox is named by its id, in its labels too: containerd
+// drops a label with an empty value, and cleanup must find every sandbox.
+func TestUnnamedSandboxIsNamed(t *testing.T) {
+	s := startSandbox(t, isolate.Config{})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := s.r.c.LoadContainer(withNS(ctx, s.r), s.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := c.Labels(withNS(ctx, s.r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if labels[labelSandbox] != s.id || labels[labelOwner] != s.r.owner {
+		t.Errorf("labels of an unnamed sandbox = %v, want %s=%s and %s=%s", labels, labelSandbox, s.id, labelOwner, s.r.owner)
 	}
 }

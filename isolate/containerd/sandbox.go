@@ -101,6 +101,11 @@ func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, erro
 	rnd := make([]byte, 8)
 	rand.Read(rnd)
 	id := idPrefix + hex.EncodeToString(rnd)
+	if cfg.Name == "" {
+		// containerd drops a label with an empty value: an unnamed
+		// sandbox is named by its id.
+		cfg.Name = id
+	}
 	s := &Sandbox{
 		r:    r,
 		id:   id,
