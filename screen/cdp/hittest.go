@@ -31,7 +31,7 @@ import (
 //
 // The page's scripts cannot change the answer: the hit-test runs in an
 // isolated world, and reads text with bounded walks, so a huge DOM costs
-// a bounded time. HitTest takes at most 5s (less if ctx says so); a page
+// a bounded time. HitTest takes at most hitjs.Timeout (less if ctx says so); a page
 // that does not answer in time gives an error wrapping ErrUnresponsive, a
 // page blocked by a dialog one naming the dialog, and a dead page one
 // wrapping screen.ErrGone. HitTest reads the page and changes nothing; it

@@ -24,7 +24,7 @@ import (
 //
 // Target.Name is the element's accessible name; values typed into fields
 // are never read. HitTest reads the page and changes nothing; it waits for
-// a Perform or Capture in progress and takes at most 5s (less if ctx
+// a Perform or Capture in progress and takes at most hitjs.Timeout (less if ctx
 // says so). A page that does not answer in time gives an error wrapping
 // ErrUnresponsive, a page blocked by a dialog one naming the dialog, and a
 // gone display one wrapping screen.ErrGone. Playwright's own evaluation
