@@ -47,7 +47,8 @@ func (s sandboxed) Close(ctx context.Context) error {
 
 func (s *sandboxes) open(ctx context.Context, st *site) (display, error) {
 	u, _ := url.Parse(st.url(pageStatic))
-	sb, err := s.rt.Start(ctx, isolate.Config{Egress: egress.Policy{Allow: []string{u.Host}}})
+	// Named, so that a sandbox the bench leaves behind says whose it is.
+	sb, err := s.rt.Start(ctx, isolate.Config{Name: "bench", Egress: egress.Policy{Allow: []string{u.Host}}})
 	if err != nil {
 		return nil, err
 	}
