@@ -101,32 +101,40 @@ func TestCodecsSameBytes(t *testing.T) {
 	}
 }
 
-// TestMarshal checks the splice itself: images written in order, a
-// result without images or with a stand-in's text elsewhere marshalled
+// TestMarshal checks the splice itself: images written in either order,
+// and a result without images or with an image written twice marshalled
 // as it is.
 func TestMarshal(t *testing.T) {
 	a, b := []byte("first image"), []byte("second, longer image bytes")
 	r := harness.Result{Shot: &screen.Shot{Data: a, Frame: screen.Frame{Sent: screen.Size{W: 1, H: 1}}},
 		Zoom: &screen.Shot{Data: b, Frame: screen.Frame{Sent: screen.Size{W: 1, H: 1}}}}
-	calls := 0
-	// The zoom first: the splice must not assume the order of the images.
-	marshal := func(r harness.Result) ([]byte, error) {
-		calls++
-		return json.Marshal(map[string]any{"z": r.Zoom.Data, "s": "data:x;base64," + base64.StdEncoding.EncodeToString(r.Shot.Data)})
+	// json.Marshal writes a map's keys in order: the zoom comes first
+	// with "a", last with "z"; the splice must not assume either.
+	for _, zoomKey := range []string{"a", "z"} {
+		calls := 0
+		marshal := func(r harness.Result) ([]byte, error) {
+			calls++
+			return json.Marshal(map[string]any{zoomKey: r.Zoom.Data, "s": "data:x;base64," + base64.StdEncoding.EncodeToString(r.Shot.Data)})
+		}
+		got, err := imagejson.Marshal(r, marshal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{zoomKey: b, "s": "data:x;base64," + base64.StdEncoding.EncodeToString(a)})
+		if !bytes.Equal(got, want) || calls != 1 {
+			t.Errorf("Marshal (zoom under %q) = %s (%d calls of marshal), want %s (1)", zoomKey, got, calls, want)
+		}
 	}
-	got, err := imagejson.Marshal(r, marshal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := json.Marshal(map[string]any{"z": b, "s": "data:x;base64," + base64.StdEncoding.EncodeToString(a)})
-	if !bytes.Equal(got, want) || calls != 1 {
-		t.Errorf("Marshal = %s (%d calls of marshal), want %s (1)", got, calls, want)
+	none := harness.Result{Notes: []string{"no screenshot"}}
+	got, err := imagejson.Marshal(none, func(r harness.Result) ([]byte, error) { return json.Marshal(r.Notes) })
+	if err != nil || string(got) != `["no screenshot"]` {
+		t.Errorf("Marshal(a result without images) = %s, %v", got, err)
 	}
 	twice := func(r harness.Result) ([]byte, error) {
 		return json.Marshal([]any{r.Shot.Data, r.Shot.Data, r.Zoom.Data})
 	}
 	got, err = imagejson.Marshal(r, twice)
-	want, _ = json.Marshal([]any{a, a, b})
+	want, _ := json.Marshal([]any{a, a, b})
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("Marshal(an image written twice) = %s, %v; want %s", got, err, want)
 	}
