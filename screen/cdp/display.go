@@ -170,19 +170,24 @@ func (b *Browser) newFrameTarget(ctx context.Context, d *Display, vp screen.Size
 		return "", fmt.Errorf("create browser context: %w", err)
 	}
 	d.browserContext = bc.BrowserContextID
-	res, err := cdp.Call(ctx, br, target.CreateTarget, target.CreateTargetParams{
-		URL:                     "about:blank",
-		Width:                   int64(vp.W),
-		Height:                  int64(vp.H),
-		BrowserContextID:        bc.BrowserContextID,
-		EnableBeginFrameControl: new(true),
-		NewWindow:               new(true),
-	})
+	res, err := cdp.Call(ctx, br, target.CreateTarget, tabParams("about:blank", bc.BrowserContextID, vp, true))
 	if err != nil {
 		d.disposeContext(b.ctx)
 		return "", fmt.Errorf("create frame-controlled tab: %w", err)
 	}
 	return res.TargetID, nil
+}
+
+// tabParams are the parameters of a new tab at url in browser context bc;
+// with frames (FrameControl mode), in a window of its own of the
+// viewport's size whose frames begin only when the display asks for them.
+func tabParams(url string, bc cdp.BrowserContextID, vp screen.Size, frames bool) target.CreateTargetParams {
+	p := target.CreateTargetParams{URL: url, BrowserContextID: bc}
+	if frames {
+		p.Width, p.Height = int64(vp.W), int64(vp.H)
+		p.EnableBeginFrameControl, p.NewWindow = new(true), new(true)
+	}
+	return p
 }
 
 // disposeContext disposes of the browser context the display made, if

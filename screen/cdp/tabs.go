@@ -238,21 +238,22 @@ func (d *Display) known(id target.ID) bool {
 // blankTab opens about:blank in a new tab of the display's browser context
 // and makes it the active tab.
 func (d *Display) blankTab(ctx context.Context) error {
-	p := target.CreateTargetParams{URL: "about:blank", BrowserContextID: d.bcID}
-	if d.frames {
-		vp := d.cfg.Viewport
-		p.Width, p.Height = int64(vp.W), int64(vp.H)
-		p.EnableBeginFrameControl, p.NewWindow = new(true), new(true)
-	}
-	res, err := browserCall(ctx, d, target.CreateTarget, p)
-	if err != nil {
+	if err := d.newTab(ctx, "about:blank"); err != nil {
 		return fmt.Errorf("open a blank tab: %w", err)
-	}
-	if err := d.attach(ctx, res.TargetID); err != nil {
-		return err
 	}
 	d.notes.add("No tab was left open, so a blank tab was opened.")
 	return nil
+}
+
+// newTab opens url in a new tab of the display's browser context (a
+// frame-controlled window of its own in FrameControl mode) and makes it
+// the active tab.
+func (d *Display) newTab(ctx context.Context, url string) error {
+	res, err := browserCall(ctx, d, target.CreateTarget, tabParams(url, d.bcID, d.cfg.Viewport, d.frames))
+	if err != nil {
+		return err
+	}
+	return d.attach(ctx, res.TargetID)
 }
 
 // reopen replaces the active tab, whose window no longer draws
@@ -265,15 +266,7 @@ func (d *Display) reopen(ctx context.Context) error {
 		return screen.ErrUnsupported
 	}
 	url := cmp.Or(old.state.currentURL(), "about:blank")
-	vp := d.cfg.Viewport
-	res, err := browserCall(ctx, d, target.CreateTarget, target.CreateTargetParams{
-		URL: url, BrowserContextID: d.bcID, Width: int64(vp.W), Height: int64(vp.H),
-		EnableBeginFrameControl: new(true), NewWindow: new(true),
-	})
-	if err != nil {
-		return fmt.Errorf("reopen the tab: %w", err)
-	}
-	if err := d.attach(ctx, res.TargetID); err != nil {
+	if err := d.newTab(ctx, url); err != nil {
 		return fmt.Errorf("reopen the tab: %w", err)
 	}
 	tb := d.cur
