@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"slices"
 
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
@@ -32,7 +33,8 @@ func standIn(i int) []byte {
 // (which a codec may read from the bytes) are marshalled as they are, and
 // so is any result whose stand-ins do not each appear exactly once.
 func Marshal(r harness.Result, marshal func(harness.Result) ([]byte, error)) ([]byte, error) {
-	var imgs [][]byte
+	type image struct{ data, enc []byte } // the image, its stand-in's base64
+	var imgs []image
 	stand := r
 	swap := func(s *screen.Shot) *screen.Shot {
 		if s == nil || len(s.Data) == 0 || s.Frame.Sent.Empty() {
@@ -40,7 +42,7 @@ func Marshal(r harness.Result, marshal func(harness.Result) ([]byte, error)) ([]
 		}
 		c := *s
 		c.Data = standIn(len(imgs))
-		imgs = append(imgs, s.Data)
+		imgs = append(imgs, image{data: s.Data, enc: base64.StdEncoding.AppendEncode(nil, c.Data)})
 		return &c
 	}
 	stand.Shot = swap(r.Shot)
@@ -58,18 +60,15 @@ func Marshal(r harness.Result, marshal func(harness.Result) ([]byte, error)) ([]
 	}
 	spots := make([]spot, 0, len(imgs))
 	size := len(out)
-	for i, data := range imgs {
-		enc := []byte(base64.StdEncoding.EncodeToString(standIn(i)))
-		at := bytes.Index(out, enc)
-		if at < 0 || bytes.Index(out[at+len(enc):], enc) >= 0 {
+	for _, img := range imgs {
+		at := bytes.Index(out, img.enc)
+		if at < 0 || bytes.Index(out[at+len(img.enc):], img.enc) >= 0 {
 			return marshal(r)
 		}
-		spots = append(spots, spot{at: at, n: len(enc), data: data})
-		size += base64.StdEncoding.EncodedLen(len(data)) - len(enc)
+		spots = append(spots, spot{at: at, n: len(img.enc), data: img.data})
+		size += base64.StdEncoding.EncodedLen(len(img.data)) - len(img.enc)
 	}
-	if len(spots) == 2 && spots[1].at < spots[0].at {
-		spots[0], spots[1] = spots[1], spots[0]
-	}
+	slices.SortFunc(spots, func(a, b spot) int { return a.at - b.at }) // in the order marshal wrote them
 	b := make([]byte, 0, size)
 	last := 0
 	for _, s := range spots {
