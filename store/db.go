@@ -31,11 +31,13 @@ func (d *db) q(query string) string { return rebind(d.dollar, query) }
 
 // exec runs query (in ? form) in tx as a statement prepared once: a step
 // of a session makes the same half-dozen writes every time, and parsing
-// them again each time was half of the CPU of its commit in SQLite.
+// them again each time was half of the CPU of its commit in SQLite. A
+// query that cannot be prepared now (no connection to spare, say) runs
+// as it did before, parsed in tx.
 func (d *db) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	st, err := d.stmt(ctx, query)
 	if err != nil {
-		return nil, err
+		return tx.ExecContext(ctx, d.q(query), args...)
 	}
 	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 }
@@ -44,7 +46,7 @@ func (d *db) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (s
 func (d *db) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
 	st, err := d.stmt(ctx, query)
 	if err != nil {
-		return tx.QueryRowContext(ctx, d.q(query), args...) // reports the same error
+		return tx.QueryRowContext(ctx, d.q(query), args...)
 	}
 	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 }
