@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -153,22 +152,17 @@ func (b *baseline) open(ctx context.Context, id, url string, dpr float64) error 
 }
 
 // step clicks the button and takes a screenshot; it returns the time Node
-// measured and whether the image shows the swatch in state on.
-func (b *baseline) step(ctx context.Context, id string, wantOn bool) (time.Duration, bool, error) {
+// measured and the screenshot, which must show the swatch in state on.
+func (b *baseline) step(ctx context.Context, id string, on bool) (time.Duration, shotCheck, error) {
 	r, err := b.do(ctx, map[string]any{"op": "step", "id": id, "x": buttonAt.X, "y": buttonAt.Y, "keep": true})
 	if err != nil {
-		return 0, false, err
+		return 0, shotCheck{}, err
 	}
 	data, err := base64.StdEncoding.DecodeString(r.PNG)
 	if err != nil {
-		return 0, false, fmt.Errorf("baseline: screenshot: %w", err)
+		return 0, shotCheck{}, fmt.Errorf("baseline: screenshot: %w", err)
 	}
-	img, err := png.Decode(bytes.NewReader(data))
-	if err != nil {
-		return 0, false, fmt.Errorf("baseline: screenshot: %w", err)
-	}
-	on, ok := swatchState(img, viewportPt)
-	return time.Duration(r.NS), ok && on == wantOn, nil
+	return time.Duration(r.NS), shotCheck{png: data, on: on}, nil
 }
 
 func (b *baseline) Close() error {

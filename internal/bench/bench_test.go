@@ -1,7 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"os"
 	"os/exec"
 	"strings"
@@ -46,15 +51,43 @@ func TestStepsShowTheFinalState(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := range 6 {
-					took, ok, err := tb.step(t.Context(), screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
+					took, shot, err := tb.step(t.Context(), screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
 					if err != nil {
 						t.Fatalf("step %d: %v", i, err)
 					}
-					if !ok {
+					if !shot.right() {
 						t.Errorf("step %d (%v): the screenshot does not show the click's final effect", i, took)
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestCountWrong checks the check that runs after the timing: a screenshot
+// is right only when it decodes and shows the swatch in the state wanted.
+func TestCountWrong(t *testing.T) {
+	shot := func(c color.RGBA) []byte {
+		img := image.NewRGBA(image.Rect(0, 0, int(modelSize.W), int(modelSize.H)))
+		draw.Draw(img, img.Bounds(), &image.Uniform{c}, image.Point{}, draw.Src)
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	on, off, grey := shot(swatchOn), shot(swatchOff), shot(color.RGBA{128, 128, 128, 255})
+	for _, c := range []struct {
+		shots []shotCheck
+		want  int
+	}{
+		{[]shotCheck{{on, true}, {off, false}}, 0},
+		{[]shotCheck{{on, false}, {off, false}, {off, true}}, 2},
+		{[]shotCheck{{grey, true}, {grey, false}}, 2},               // mid-change
+		{[]shotCheck{{[]byte("not a png"), false}, {nil, true}}, 2}, // cannot be decoded
+	} {
+		if got := countWrong(c.shots); got != c.want {
+			t.Errorf("countWrong(%d shots) = %d, want %d", len(c.shots), got, c.want)
 		}
 	}
 }

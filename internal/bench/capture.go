@@ -50,7 +50,7 @@ func (r *runner) capture(ctx context.Context) error {
 	}
 	same := map[screen.Format][]time.Duration{}
 	changed := map[screen.Format][]time.Duration{}
-	wrong := map[screen.Format]int{}
+	shots := map[screen.Format][]shotCheck{} // checked after the last round
 	on := map[screen.Format]bool{}
 	var baseSamples []time.Duration
 	for round := -1; round < r.o.Rounds; round++ {
@@ -76,9 +76,7 @@ func (r *runner) capture(ctx context.Context) error {
 			}
 			same[f] = append(same[f], took)
 			changed[f] = append(changed[f], tookChanged)
-			if got, ok := shotSwatch(shot.Data); !ok || got != on[f] {
-				wrong[f]++
-			}
+			shots[f] = append(shots[f], shotCheck{png: shot.Data, on: on[f]})
 		}
 		rep, err := base.do(ctx, map[string]any{"op": "shot", "id": "capture"})
 		if err != nil {
@@ -98,7 +96,7 @@ func (r *runner) capture(ctx context.Context) error {
 		r.report(fig)
 		fig = latency("capture", fmt.Sprintf("spotter %v capture 1280x800 %s, page changed", mode, f), changed[f])
 		fig.against(bf)
-		fig.Wrong = wrong[f]
+		fig.Wrong = countWrong(shots[f])
 		fig.Note = "a script changed the page before the capture: a new encode"
 		if fig.Wrong > 0 {
 			fig.Note = joinNote(fig.Note, fmt.Sprintf("%d of %d screenshots did not show the change", fig.Wrong, fig.N))

@@ -186,11 +186,12 @@ func (r *runner) ramp(ctx context.Context, s setup) error {
 }
 
 // together runs StepsPerSession steps on every tab at once, and returns
-// every step's latency, the wrong screenshots, and the wall time.
+// every step's latency, the wrong screenshots (checked once every step is
+// done), and the wall time.
 func (r *runner) together(ctx context.Context, tabs []*tab) ([]time.Duration, int, time.Duration, error) {
 	var mu sync.Mutex
 	var samples []time.Duration
-	wrong := 0
+	var shots []shotCheck
 	var firstErr error
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -215,7 +216,7 @@ func (r *runner) together(ctx context.Context, tabs []*tab) ([]time.Duration, in
 						return
 					}
 				}
-				took, ok, err := t.step(ctx, screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
+				took, shot, err := t.step(ctx, screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
 				mu.Lock()
 				if err != nil {
 					if firstErr == nil {
@@ -224,16 +225,14 @@ func (r *runner) together(ctx context.Context, tabs []*tab) ([]time.Duration, in
 					mu.Unlock()
 					return
 				}
-				samples = append(samples, took)
-				if !ok {
-					wrong++
-				}
+				samples, shots = append(samples, took), append(shots, shot)
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return samples, wrong, time.Since(start), firstErr
+	wall := time.Since(start)
+	return samples, countWrong(shots), wall, firstErr
 }
 
 // treePSS returns the proportional set size of pid's descendants (its own

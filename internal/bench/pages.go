@@ -71,6 +71,34 @@ func (s *site) url(page string) string {
 
 func (s *site) Close() error { return s.srv.Close() }
 
+// shotCheck is a screenshot and the swatch state it must show. The
+// sections that time steps check their screenshots once the timing is
+// over: decoding one 1280x800 PNG makes about 8 MB of garbage, and
+// collecting it while the next sample runs would count against whatever
+// runs in this process (Spotter's displays, the server and its store).
+type shotCheck struct {
+	png []byte
+	on  bool
+}
+
+// right reports whether the screenshot shows the swatch in state on.
+func (c shotCheck) right() bool {
+	got, ok := shotSwatch(c.png)
+	return ok && got == c.on
+}
+
+// countWrong decodes each screenshot of cs and returns how many do not
+// show their swatch's state.
+func countWrong(cs []shotCheck) int {
+	n := 0
+	for _, c := range cs {
+		if !c.right() {
+			n++
+		}
+	}
+	return n
+}
+
 // swatchState reports whether img (a screenshot of the whole viewport, at
 // any scale) shows the swatch on, off, or neither (mid-change).
 func swatchState(img image.Image, viewport actions.Point) (on, ok bool) {

@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"image"
 	_ "image/jpeg" // decode JPEG screenshots
 	_ "image/png"
 	"math/rand/v2"
@@ -47,25 +45,20 @@ func openTab(ctx context.Context, d display, url string) (*tab, error) {
 }
 
 // step clicks the button and captures at size; it returns the time taken
-// and whether the image shows the click's final effect.
-func (t *tab) step(ctx context.Context, o screen.CaptureOptions) (time.Duration, bool, error) {
+// and the screenshot, which must show the click's final effect (a
+// screenshot that cannot be decoded does not).
+func (t *tab) step(ctx context.Context, o screen.CaptureOptions) (time.Duration, shotCheck, error) {
 	start := time.Now()
 	click := actions.Action{Kind: actions.Click, HasAt: true, At: buttonAt}
 	if err := t.d.Perform(ctx, screen.Mapped{Action: click}); err != nil {
-		return 0, false, fmt.Errorf("click: %w", err)
+		return 0, shotCheck{}, fmt.Errorf("click: %w", err)
 	}
 	t.on = !t.on
 	shot, err := t.d.Capture(ctx, o)
 	if err != nil {
-		return 0, false, fmt.Errorf("capture: %w", err)
+		return 0, shotCheck{}, fmt.Errorf("capture: %w", err)
 	}
-	took := time.Since(start)
-	img, _, err := image.Decode(bytes.NewReader(shot.Data))
-	if err != nil {
-		return took, false, fmt.Errorf("decode the screenshot: %w", err)
-	}
-	on, ok := swatchState(img, viewportPt)
-	return took, ok && on == t.on, nil
+	return time.Since(start), shotCheck{png: shot.Data, on: t.on}, nil
 }
 
 // stepConfig is one configuration of the step section.
@@ -76,8 +69,8 @@ type stepConfig struct {
 	tab     *tab   // Spotter
 	base    string // the baseline's page id, for the baseline configurations
 	samples []time.Duration
-	wrong   int
-	err     error // the step failed; the configuration is dropped from later rounds
+	shots   []shotCheck // checked after the last round
+	err     error       // the step failed; the configuration is dropped from later rounds
 }
 
 func (r *runner) browser(ctx context.Context, mode cdp.Mode) (*cdp.Browser, error) {
@@ -148,13 +141,13 @@ func (r *runner) step(ctx context.Context) error {
 				continue
 			}
 			var took time.Duration
-			var ok bool
+			var shot shotCheck
 			var err error
 			if c.base != "" {
 				baseOn[c.base] = !baseOn[c.base]
-				took, ok, err = base.step(ctx, c.base, baseOn[c.base])
+				took, shot, err = base.step(ctx, c.base, baseOn[c.base])
 			} else {
-				took, ok, err = c.tab.step(ctx, capture)
+				took, shot, err = c.tab.step(ctx, capture)
 			}
 			if err != nil {
 				if ctx.Err() != nil {
@@ -167,16 +160,14 @@ func (r *runner) step(ctx context.Context) error {
 				continue
 			}
 			c.samples = append(c.samples, took)
-			if !ok {
-				c.wrong++
-			}
+			c.shots = append(c.shots, shot)
 		}
 	}
-	figs := map[string]Figure{}
+	figs, wrong := map[string]Figure{}, map[string]int{}
 	for _, c := range configs {
 		f := latency("step", c.name, c.samples)
-		f.Wrong = c.wrong
-		figs[c.name] = f
+		f.Wrong = countWrong(c.shots)
+		figs[c.name], wrong[c.name] = f, f.Wrong
 	}
 	for _, c := range configs {
 		f := figs[c.name]
@@ -184,7 +175,7 @@ func (r *runner) step(ctx context.Context) error {
 			f.against(figs[fmt.Sprintf("baseline playwright dpr%g %s", c.dpr, c.page)])
 			if c.page == pageStatic && c.name == fmt.Sprintf("spotter %v dpr%g %s", cdp.FrameControl, c.dpr, c.page) {
 				want := map[float64]float64{1: 3, 2: 5}[c.dpr]
-				f.target(fmt.Sprintf(">= %gx faster than the baseline, every screenshot right", want), f.Ratio >= want && c.wrong == 0)
+				f.target(fmt.Sprintf(">= %gx faster than the baseline, every screenshot right", want), f.Ratio >= want && wrong[c.name] == 0)
 			}
 		} else {
 			f.Note = "playwright-core " + base.version + " naive click + page.screenshot at full resolution"
