@@ -102,6 +102,9 @@ type execCall struct {
 	// are on disk (its records, its screenshot's file): the client is
 	// answered after that.
 	stored []<-chan struct{}
+	// record is the call's savedExecCall encoded, once it is answered
+	// (recordsJSON); nil until then, and again when shot changes.
+	record []byte
 }
 
 // seed keys the hashes of gone call ids; ids are not secrets, but a
@@ -128,7 +131,7 @@ func (m *execModel) Next(ctx context.Context, in harness.Input) (harness.Turn, e
 			if r.CallID != c.call.ID {
 				continue
 			}
-			c.result = r
+			c.result, c.record = r, nil
 			close(c.done)
 			m.retire(c)
 			if p := m.latest; p != nil && p != c {
@@ -204,7 +207,7 @@ func (m *execModel) noteShot(id, shot string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c := m.byID[id]; c != nil {
-		c.shot = shot
+		c.shot, c.record = shot, nil
 	}
 }
 
@@ -246,32 +249,46 @@ func (m *execModel) release() {
 	}
 }
 
-// records returns the retained calls as the session's state keeps them
-// for a restart. m.mu must not be held.
-func (m *execModel) records() []savedExecCall {
+// recordsJSON returns the retained calls as the session's state keeps
+// them for a restart, each encoded. An answered call does not change, so
+// each is encoded once (execCall.record). m.mu must not be held.
+func (m *execModel) recordsJSON() ([][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]savedExecCall, 0, len(m.answered))
+	out := make([][]byte, 0, len(m.answered))
 	for _, id := range m.answered {
 		c := m.byID[id]
 		if c == nil || c.shot == "" && c.result.Shot != nil {
 			continue // its screenshot is in memory only: it cannot be read back
 		}
-		r := c.result
-		sr := savedResult{CallID: id, Ran: r.Ran, Notes: r.Notes, Shot: c.shot, Cursor: r.Cursor,
-			Acknowledged: r.Acknowledged}
-		if r.Err != nil {
-			sr.Err = r.Err.Error()
+		if c.record == nil {
+			b, err := json.Marshal(c.saved())
+			if err != nil {
+				return nil, err
+			}
+			c.record = b
 		}
-		if r.Shot != nil {
-			sr.Frame = r.Shot.Frame
-		}
-		out = append(out, savedExecCall{
-			Call: savedCall{ID: id, Name: c.call.Name, Space: c.call.Space, SafetyChecks: c.call.SafetyChecks,
-				Raw: minimalRaw(c.call.Raw), Hash: hex.EncodeToString(c.hash[:])},
-			Actions: len(c.call.Actions), Result: sr})
+		out = append(out, c.record)
 	}
-	return out
+	return out, nil
+}
+
+// saved returns answered call c as the session's state keeps it. m.mu is
+// held.
+func (c *execCall) saved() savedExecCall {
+	r := c.result
+	sr := savedResult{CallID: c.call.ID, Ran: r.Ran, Notes: r.Notes, Shot: c.shot, Cursor: r.Cursor,
+		Acknowledged: r.Acknowledged}
+	if r.Err != nil {
+		sr.Err = r.Err.Error()
+	}
+	if r.Shot != nil {
+		sr.Frame = r.Shot.Frame
+	}
+	return savedExecCall{
+		Call: savedCall{ID: c.call.ID, Name: c.call.Name, Space: c.call.Space, SafetyChecks: c.call.SafetyChecks,
+			Raw: minimalRaw(c.call.Raw), Hash: hex.EncodeToString(c.hash[:])},
+		Actions: len(c.call.Actions), Result: sr}
 }
 
 // savedExecCall is an answered executor call as the session's state keeps

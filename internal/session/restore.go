@@ -131,6 +131,7 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 		for _, sc := range s.saved.Exec {
 			s.exec.restoreAnswered(sc)
 		}
+		s.saved.Exec = nil // s.exec holds them from now on (stateJSON)
 		if !live {
 			s.exec.end(cmp.Or(s.rec.Error, "the executor session ended"))
 			return nil

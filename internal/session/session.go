@@ -474,6 +474,7 @@ type Session struct {
 	mu         sync.Mutex
 	rec        store.Session
 	saved      savedState
+	frameJSON  map[screen.Frame][]byte // the encodings of saved.Frames (stateJSON)
 	running    bool
 	cancel     context.CancelCauseFunc
 	runDone    chan struct{} // closed when the latest run's goroutine returns
@@ -602,13 +603,10 @@ func (s *Session) save() {
 
 // saveTo adds the session record with its saved state to b. s.mu is held.
 func (s *Session) saveTo(b *batch) {
-	if s.exec != nil {
-		s.saved.Exec = s.exec.records()
-	}
 	if s.disp != nil {
 		s.saved.FrameSeq = s.disp.frameSeq()
 	}
-	st, err := json.Marshal(s.saved)
+	st, err := s.stateJSON()
 	if err != nil {
 		s.log.Error("encode session state", "err", err)
 		return
@@ -624,7 +622,7 @@ func (s *Session) saveTo(b *batch) {
 // closed by whoever stopped it. s.mu is held.
 func (s *Session) release() {
 	s.rec.State = nil
-	s.saved = savedState{}
+	s.saved, s.frameJSON = savedState{}, nil
 	s.calls, s.callOrder = nil, nil
 	clear(s.answers)
 	clear(s.denied)
