@@ -53,6 +53,11 @@ type pageState struct {
 	lastActivity time.Time // last navigation, network change or input fence
 	inputs       int64     // input actions performed
 	capturing    bool      // a capture is running: its own frame is not activity
+	capFrames    int       // frames that arrived during the running capture
+	// echoUntil is set when a capture ended with no frame arriving
+	// during it: its own frame may still come, and the first frame
+	// before echoUntil is taken for it. An input clears it.
+	echoUntil time.Time
 	skipFrame    bool      // the next frame is the input's own redraw, not activity
 	pendingAcks  []int64
 
@@ -179,7 +184,14 @@ func (s *pageState) onScreencastFrame(now time.Time, ev *page.EventScreencastFra
 	s.pendingAcks = append(s.pendingAcks, ev.SessionID)
 	poke(s.ackWake)
 	if s.capturing {
+		s.capFrames++
 		return false
+	}
+	if echo := s.echoUntil; !echo.IsZero() {
+		s.echoUntil = time.Time{}
+		if now.Before(echo) {
+			return false
+		}
 	}
 	if s.skipFrame {
 		s.skipFrame = false
@@ -415,6 +427,7 @@ func ignoredRequest(typ network.ResourceType, url string) bool {
 func (s *pageState) markInput() {
 	s.mu.Lock()
 	s.inputs++
+	s.echoUntil = time.Time{}
 	s.mu.Unlock()
 }
 
@@ -440,13 +453,29 @@ func (s *pageState) inputCount() int64 {
 }
 
 // setCapturing brackets a capture: the frame the capture itself causes is
-// not page activity.
+// not page activity. Chromium sends that frame's screencast event after
+// the capture's answer now and then (0.1-11 ms after it, measured): when
+// no frame came during the capture, the first one within captureEcho
+// after it, and before any input, is taken for the capture's own. A
+// change of the page that draws more than that one frame is still seen;
+// one that draws that frame only is finished, and the next capture,
+// which encodes the page anew, shows it.
 func (s *pageState) setCapturing(on bool) {
 	s.mu.Lock()
 	s.capturing = on
 	s.skipFrame = false
+	s.echoUntil = time.Time{}
+	if on {
+		s.capFrames = 0
+	} else if s.capFrames == 0 {
+		s.echoUntil = time.Now().Add(captureEcho)
+	}
 	s.mu.Unlock()
 }
+
+// captureEcho bounds how late a capture's own screencast frame is
+// expected (setCapturing).
+const captureEcho = 50 * time.Millisecond
 
 // takeAcks returns the screencast frames waiting for an ack.
 func (s *pageState) takeAcks() []int64 {

@@ -400,6 +400,64 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+// TestCaptureEcho checks which screencast frames after a capture are the
+// page's activity: the capture's own frame, when it comes after the
+// capture's answer, is not; any other is.
+func TestCaptureEcho(t *testing.T) {
+	frame := func(s *pageState, after time.Duration) {
+		s.event(time.Now().Add(after), &page.EventScreencastFrame{SessionID: 1})
+	}
+	for _, tt := range []struct {
+		name string
+		do   func(s *pageState)
+		want int64
+	}{
+		{"own frame during the capture", func(s *pageState) {
+			s.setCapturing(true)
+			frame(s, 0)
+			s.setCapturing(false)
+			frame(s, 0) // the page's: the capture's own came
+		}, 1},
+		{"own frame after the capture", func(s *pageState) {
+			s.setCapturing(true)
+			s.setCapturing(false)
+			frame(s, 0)
+		}, 0},
+		{"own frame after the capture, then the page's", func(s *pageState) {
+			s.setCapturing(true)
+			s.setCapturing(false)
+			frame(s, 0)
+			frame(s, 0)
+		}, 1},
+		{"a frame long after the capture", func(s *pageState) {
+			s.setCapturing(true)
+			s.setCapturing(false)
+			frame(s, captureEcho+time.Millisecond)
+			frame(s, captureEcho+2*time.Millisecond)
+		}, 2},
+		{"an input after the capture", func(s *pageState) {
+			s.setCapturing(true)
+			s.setCapturing(false)
+			s.markInput()
+			frame(s, 0)
+		}, 1},
+		{"two captures", func(s *pageState) {
+			s.setCapturing(true)
+			s.setCapturing(false)
+			s.setCapturing(true)
+			frame(s, 0)
+			s.setCapturing(false)
+			frame(s, 0)
+		}, 1},
+	} {
+		s := newPageState(time.Now())
+		tt.do(s)
+		if got := s.frameCount(); got != tt.want {
+			t.Errorf("%s: %d frames of activity, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestStateEvents(t *testing.T) {
 	s := newPageState(time.Now())
 	s.event(time.Now(), &page.EventFrameNavigated{Frame: &cdp.Frame{ID: "main", URL: "http://x/a", URLFragment: "#top"}})
