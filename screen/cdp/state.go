@@ -54,12 +54,12 @@ type pageState struct {
 	inputs       int64     // input actions performed
 	capturing    bool      // a capture is running: its own frame is not activity
 	capFrames    int       // frames that arrived during the running capture
+	skipFrame    bool      // the next frame is the input's own redraw, not activity
+	pendingAcks  []int64
 	// echoUntil is set when a capture ended with no frame arriving
 	// during it: its own frame may still come, and the first frame
 	// before echoUntil is taken for it. An input clears it.
 	echoUntil time.Time
-	skipFrame    bool      // the next frame is the input's own redraw, not activity
-	pendingAcks  []int64
 
 	crashed bool
 	dialog  *screen.Dialog // the JavaScript dialog that blocks the page, if any
