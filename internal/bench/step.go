@@ -163,11 +163,11 @@ func (r *runner) step(ctx context.Context) error {
 			c.shots = append(c.shots, shot)
 		}
 	}
-	figs, wrong := map[string]Figure{}, map[string]int{}
+	figs := map[string]Figure{}
 	for _, c := range configs {
 		f := latency("step", c.name, c.samples)
 		f.Wrong = countWrong(c.shots)
-		figs[c.name], wrong[c.name] = f, f.Wrong
+		figs[c.name] = f
 	}
 	for _, c := range configs {
 		f := figs[c.name]
@@ -175,7 +175,7 @@ func (r *runner) step(ctx context.Context) error {
 			f.against(figs[fmt.Sprintf("baseline playwright dpr%g %s", c.dpr, c.page)])
 			if c.page == pageStatic && c.name == fmt.Sprintf("spotter %v dpr%g %s", cdp.FrameControl, c.dpr, c.page) {
 				want := map[float64]float64{1: 3, 2: 5}[c.dpr]
-				f.target(fmt.Sprintf(">= %gx faster than the baseline, every screenshot right", want), f.Ratio >= want && wrong[c.name] == 0)
+				f.target(fmt.Sprintf(">= %gx faster than the baseline, every screenshot right", want), f.Ratio >= want && f.Wrong == 0)
 			}
 		} else {
 			f.Note = "playwright-core " + base.version + " naive click + page.screenshot at full resolution"

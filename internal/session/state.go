@@ -19,7 +19,15 @@ import (
 // held.
 func (s *Session) stateJSON() ([]byte, error) {
 	rest := s.saved
-	rest.Frames, rest.Exec = nil, nil
+	rest.Frames = nil
+	var exec [][]byte
+	if s.exec != nil {
+		rest.Exec = nil
+		var err error
+		if exec, err = s.exec.recordsJSON(); err != nil {
+			return nil, err
+		}
+	}
 	head, err := json.Marshal(rest)
 	if err != nil {
 		return nil, err
@@ -27,20 +35,6 @@ func (s *Session) stateJSON() ([]byte, error) {
 	frames, err := s.framesJSON()
 	if err != nil {
 		return nil, err
-	}
-	var exec [][]byte
-	if s.exec != nil {
-		if exec, err = s.exec.recordsJSON(); err != nil {
-			return nil, err
-		}
-	} else {
-		for _, sc := range s.saved.Exec {
-			b, err := json.Marshal(sc)
-			if err != nil {
-				return nil, err
-			}
-			exec = append(exec, b)
-		}
 	}
 	out := head[:len(head)-1] // without its closing brace
 	out = appendArray(out, "frames", frames)
