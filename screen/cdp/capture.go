@@ -74,7 +74,7 @@ func (d *Display) capture(ctx context.Context, o screen.CaptureOptions) (screen.
 	if _, open, _ := d.state.currentDialog(); open {
 		return d.blockedShot(req)
 	}
-	settled, err := d.r.settle(ctx, req, timeout)
+	settled, view, err := d.r.settle(ctx, req, timeout)
 	if errors.Is(err, errBlocked) {
 		if err := d.autoDismiss(ctx); err != nil {
 			return screen.Shot{}, fmt.Errorf("capture: %w", err)
@@ -82,7 +82,7 @@ func (d *Display) capture(ctx context.Context, o screen.CaptureOptions) (screen.
 		if _, open, _ := d.state.currentDialog(); open {
 			return d.blockedShot(req)
 		}
-		settled, err = d.r.settle(ctx, req, timeout)
+		settled, view, err = d.r.settle(ctx, req, timeout)
 	}
 	if err != nil {
 		return screen.Shot{}, fmt.Errorf("capture: %w", err)
@@ -92,34 +92,31 @@ func (d *Display) capture(ctx context.Context, o screen.CaptureOptions) (screen.
 		if err := d.check(); err != nil {
 			return screen.Shot{}, fmt.Errorf("capture: %w", err)
 		}
-		if settled, err = d.r.settle(ctx, req, timeout); err != nil {
+		if settled, view, err = d.r.settle(ctx, req, timeout); err != nil {
 			return screen.Shot{}, fmt.Errorf("capture: %w", err)
 		}
 	}
 
-	var scroll actions.Point
-	pinch := 1.0
-	viewport := func(m page.GetLayoutMetricsResult) {
-		if v := m.CSSVisualViewport; v != nil {
+	// The scroll offset is known before the image is drawn: the settle's
+	// last answer told it (frame control, the whole viewport), or it is
+	// asked now.
+	scroll, pinch := view.scroll, view.pinch
+	if !view.ok {
+		metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
+		if errors.Is(err, errBlocked) {
+			return d.blockedShot(req)
+		}
+		if err != nil {
+			return screen.Shot{}, fmt.Errorf("capture: %w", err)
+		}
+		scroll, pinch = actions.Point{}, 1.0
+		if v := metrics.CSSVisualViewport; v != nil {
 			scroll = actions.Pt(v.PageX, v.PageY)
 			if v.Zoom > 0 {
 				pinch = v.Zoom
 			}
 		}
 	}
-	// The scroll offset is asked before the image is drawn. Asking it
-	// while the frame-control screenshot is drawn saved its round trip
-	// (0.4-0.7 ms); that overlap was withdrawn as the suspect of empty
-	// screenshots, which turned out to be wedged windows (see reopen and
-	// docs/PERFORMANCE.md), so it could come back.
-	metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
-	if errors.Is(err, errBlocked) {
-		return d.blockedShot(req)
-	}
-	if err != nil {
-		return screen.Shot{}, fmt.Errorf("capture: %w", err)
-	}
-	viewport(metrics)
 	taken := time.Now()
 	data, err := d.r.grab(ctx, req, scroll)
 	if errors.Is(err, errBlocked) {

@@ -324,17 +324,22 @@ func samePtr[T comparable](a, b *T) bool {
 // A capture whose settle ends as the last screenshot's did, with no frame
 // that drew anything new since (see keptShot), gets that screenshot again:
 // the same page encoded again would give the same image.
-func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Duration) (screen.Settle, error) {
+//
+// The page's answer also tells its viewport (scroll offset, pinch zoom).
+// A settle that ends on an answer asked after the last frame that drew
+// anything new returns it for a capture of the whole viewport, which then
+// makes no round trip of its own for it: nothing has moved since.
+func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Duration) (screen.Settle, viewport, error) {
 	d := f.d
 	start := time.Now()
 	o, full := f.outputFor(r)
 	if full {
 		if err := f.apply(ctx, o); err != nil {
-			return screen.Settle{}, fmt.Errorf("settle: %w", err)
+			return screen.Settle{}, viewport{}, fmt.Errorf("settle: %w", err)
 		}
 	}
 	if timeout < 0 {
-		return screen.Settle{}, nil
+		return screen.Settle{}, viewport{}, nil
 	}
 	s := settling{f: f, start: start, deadline: start.Add(timeout), timeout: timeout}
 	defer s.stop()
@@ -348,14 +353,17 @@ func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Du
 		begun := time.Now()
 		damaged, err := s.frame(ctx)
 		if err != nil {
-			return screen.Settle{}, fmt.Errorf("settle: %w", err)
+			return screen.Settle{}, viewport{}, fmt.Errorf("settle: %w", err)
 		}
 		done, err := s.decide(ctx, damaged)
 		if err != nil {
-			return screen.Settle{}, fmt.Errorf("settle: %w", err)
+			return screen.Settle{}, viewport{}, fmt.Errorf("settle: %w", err)
 		}
 		if done {
-			return s.result, nil
+			if !full || s.result.TimedOut {
+				return s.result, viewport{}, nil
+			}
+			return s.result, s.view, nil
 		}
 		if damaged && s.burst < burstFrames {
 			continue
@@ -371,7 +379,7 @@ func (f *frameControl) settle(ctx context.Context, r captureReq, timeout time.Du
 		err = f.wait(ctx, wake)
 		f.hold()
 		if err != nil {
-			return screen.Settle{}, fmt.Errorf("settle: %w", err)
+			return screen.Settle{}, viewport{}, fmt.Errorf("settle: %w", err)
 		}
 	}
 }
@@ -387,8 +395,11 @@ type settling struct {
 	burst           int
 	probeErrs       int        // questions that failed
 	anim            animations // the last answer
-	q               quietness
-	result          screen.Settle
+	// view is the viewport of the last answer, if no frame drew anything
+	// new since it was asked.
+	view   viewport
+	q      quietness
+	result screen.Settle
 }
 
 // animProbe is one animationsJS question, asked on a goroutine of its own.
@@ -412,6 +423,7 @@ func (s *settling) frame(ctx context.Context) (bool, error) {
 		s.damaged++
 		s.burst++
 		s.ask = true
+		s.view = viewport{}
 	} else {
 		s.burst = 0
 	}
@@ -462,8 +474,10 @@ func (s *settling) decide(ctx context.Context, damaged bool) (bool, error) {
 			s.probeErrs++
 			p = s.f.ask(ctx)
 		}
+		s.view = viewport{}
 		if p.err == nil {
 			s.f.answered(p.a)
+			s.view = p.a.view
 		}
 		switch {
 		case p.err != nil:

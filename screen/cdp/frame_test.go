@@ -192,7 +192,7 @@ func TestFrameSettle(t *testing.T) {
 				if tt.page != nil {
 					tt.page(d)
 				}
-				got, err := f.settle(t.Context(), fullReq(t, d, screen.Size{}), tt.timeout)
+				got, _, err := f.settle(t.Context(), fullReq(t, d, screen.Size{}), tt.timeout)
 				if err != nil {
 					t.Fatalf("settle(%v) = %v", tt.timeout, err)
 				}
@@ -221,7 +221,7 @@ func TestFrameSettleDialog(t *testing.T) {
 			d.state.event(time.Now(), &page.EventJavascriptDialogOpening{Type: page.DialogTypeAlert, Message: "hi"})
 		}()
 		start := time.Now()
-		_, err := f.settle(t.Context(), fullReq(t, d, screen.Size{}), time.Minute)
+		_, _, err := f.settle(t.Context(), fullReq(t, d, screen.Size{}), time.Minute)
 		if !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), `alert dialog ("hi")`) {
 			t.Errorf("settle with a dialog opening = %v, want ErrUnresponsive naming it", err)
 		}

@@ -20,8 +20,10 @@ type renderer interface {
 	setup(ctx context.Context) error
 	// settle waits until the page is quiet, bounded by timeout (negative:
 	// no wait), and readies the capture of r. It fails only if the page
-	// cannot be used or ctx ends.
-	settle(ctx context.Context, r captureReq, timeout time.Duration) (screen.Settle, error)
+	// cannot be used or ctx ends. It also returns the page's viewport if
+	// it learned it as the page settled and it holds for the capture of r
+	// (then the capture need not ask).
+	settle(ctx context.Context, r captureReq, timeout time.Duration) (screen.Settle, viewport, error)
 	// grab returns the encoded image of r; scroll is the page's scroll
 	// offset in CSS px.
 	grab(ctx context.Context, r captureReq, scroll actions.Point) ([]byte, error)
@@ -101,8 +103,11 @@ func (s *screencast) ackFrames(st *pageState, t cdp.Session, tabDone context.Con
 	}
 }
 
-func (s *screencast) settle(ctx context.Context, _ captureReq, timeout time.Duration) (screen.Settle, error) {
-	return s.d.settle(ctx, timeout)
+func (s *screencast) settle(ctx context.Context, _ captureReq, timeout time.Duration) (screen.Settle, viewport, error) {
+	// The page draws on its own clock here: the viewport is asked just
+	// before the capture.
+	settled, err := s.d.settle(ctx, timeout)
+	return settled, viewport{}, err
 }
 
 // grab is Page.captureScreenshot of the clip, which the browser scales and

@@ -3,6 +3,9 @@ package cdp
 import (
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -90,5 +93,51 @@ func TestWheelInScrollBox(t *testing.T) {
 				t.Errorf("%s dpr %g: hovered after the turns: %q, want Button 4", page, dpr, got)
 			}
 		}
+	}
+}
+
+// TestCaptureScroll checks the scroll offset of the capture after a click
+// that scrolls the page, also on a page that lies about its viewport to
+// its own scripts in every way it can; and that in FrameControl mode that
+// capture asks nothing of its own for it (the settle's last answer told
+// it), while a capture of a region still does.
+func TestCaptureScroll(t *testing.T) {
+	for _, url := range []string{"scrollview.html", "scrollview.html?hostile"} {
+		t.Run(url, func(t *testing.T) {
+			d := newDisplay(t, DisplayConfig{Viewport: screen.Size{W: 1280, H: 800}})
+			load(t, d, url)
+			o := screen.CaptureOptions{Size: screen.Size{W: 1280, H: 800}, Format: screen.PNG}
+			for i := range 3 {
+				tab := d.t
+				log := &methodLog{Session: tab}
+				d.t = log
+				do(t, d, actions.Action{Kind: actions.Click, HasAt: true, At: actions.Pt(100, 50)})
+				shot, err := d.Capture(t.Context(), o)
+				d.t = tab
+				if err != nil {
+					t.Fatalf("click %d: Capture() = %v", i, err)
+				}
+				m, err := cdp.Call(t.Context(), d.t, page.GetLayoutMetrics, cdp.Empty{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := actions.Pt(m.CSSVisualViewport.PageX, m.CSSVisualViewport.PageY)
+				if want != actions.Pt(float64(30*(i+1)), float64(700*(i+1))) {
+					t.Fatalf("click %d: the page is scrolled to %v, want (%d,%d): the test page did not scroll", i, want, 30*(i+1), 700*(i+1))
+				}
+				if f := shot.Frame; f.Scroll != want || (f.Zoom != 0 && f.Zoom != 1) {
+					t.Errorf("click %d: Frame.Scroll = %v, Zoom = %g, want %v and 1", i, f.Scroll, f.Zoom, want)
+				}
+				asked := 0
+				for _, m := range log.take() {
+					if m == page.CommandGetLayoutMetrics {
+						asked++
+					}
+				}
+				if want := map[bool]int{true: 0, false: 1}[d.frames]; asked != want {
+					t.Errorf("click %d: the capture called %s %d times, want %d (frame control: %v)", i, page.CommandGetLayoutMetrics, asked, want, d.frames)
+				}
+			}
+		})
 	}
 }

@@ -397,7 +397,7 @@ func BenchmarkStepPhases(b *testing.B) {
 				tab := d.t
 				n := 0
 				d.t = countingSession{Session: tab, n: &n}
-				if _, err := fc.settle(b.Context(), req, time.Second); err != nil {
+				if _, _, err := fc.settle(b.Context(), req, time.Second); err != nil {
 					b.Fatal(err)
 				}
 				d.t = tab

@@ -9,6 +9,8 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
+
+	"github.com/spotter-harness/spotter/actions"
 )
 
 // Short timers. A page often answers input late: a click handler waits
@@ -132,8 +134,21 @@ var timerScript = `(() => {
 		}
 	};
 	const stepDone = s => { if (s && !s.done) { s.done = true; if (s.anim) { s.anim = false; anim--; } } };
-	Object.defineProperty(globalThis, ` + strconv.Quote(animProbeName) + `, {configurable: true,
-		value: () => [anim, changes + (mo ? mo.takeRecords().length : 0)]});
+	// The visual viewport's offset and scale, read with the getters as
+	// they were before any script of the page ran, so that a page that
+	// replaces window.visualViewport or its getters changes nothing here.
+	const apply = Reflect.apply, vv = globalThis.visualViewport;
+	const vvGet = name => {
+		try { const p = Object.getOwnPropertyDescriptor(VisualViewport.prototype, name); return p && p.get; } catch (e) { return null; }
+	};
+	const vvLeft = vvGet("pageLeft"), vvTop = vvGet("pageTop"), vvScale = vvGet("scale");
+	const view = () => {
+		try { return [1, apply(vvLeft, vv, []), apply(vvTop, vv, []), apply(vvScale, vv, [])]; } catch (e) { return [0, 0, 0, 0]; }
+	};
+	// Not configurable nor writable: a page cannot put an answer of its
+	// own in its place.
+	Object.defineProperty(globalThis, ` + strconv.Quote(animProbeName) + `, {configurable: false, writable: false,
+		value: () => { const v = view(); return [anim, changes + (mo ? mo.takeRecords().length : 0), v[0], v[1], v[2], v[3]]; }});
 
 	// depth is the chain depth of a callback scheduled now, or -1 if it is
 	// not counted.
@@ -235,7 +250,11 @@ var animationsJS = `(() => {
 	const f = globalThis[` + strconv.Quote(animProbeName) + `];
 	let r = [0, -1];
 	try { if (typeof f === "function") r = f(); } catch (e) {}
-	return [css, Number(r[0]) || 0, Number(r[1]), endless];
+	// The viewport: [1, left, top, scale] if the page's timer script read
+	// it, finite numbers (no global function of the page is called).
+	const fin = x => typeof x === "number" && x - x === 0;
+	const view = r.length === 6 && r[2] === 1 && fin(r[3]) && fin(r[4]) && fin(r[5]) ? [1, r[3], r[4], r[5]] : [0, 0, 0, 0];
+	return [css, Number(r[0]) || 0, Number(r[1]), endless, view[0], view[1], view[2], view[3]];
 })()`
 
 // animations is the answer of animationsJS. changes counts what the page
@@ -244,7 +263,16 @@ var animationsJS = `(() => {
 type animations struct {
 	css, script int
 	changes     int64
-	endless     int // running CSS or Web Animations that never end
+	endless     int      // running CSS or Web Animations that never end
+	view        viewport // the visual viewport as the page answered
+}
+
+// viewport is the page's visual viewport: its offset in the document (CSS
+// px) and its pinch-zoom scale, if known (ok).
+type viewport struct {
+	scroll actions.Point
+	pinch  float64
+	ok     bool
 }
 
 func (a animations) running() bool { return a.css > 0 || a.script > 0 }
@@ -272,9 +300,13 @@ func (d *Display) animations(ctx context.Context) (animations, error) {
 	if err != nil {
 		return animations{}, err
 	}
-	var n [4]int64
+	var n [8]float64
 	if res.ExceptionDetails != nil || res.Result == nil || json.Unmarshal(res.Result.Value, &n) != nil {
 		return animations{changes: -1}, nil
 	}
-	return animations{css: int(max(n[0], 0)), script: int(max(n[1], 0)), changes: max(n[2], -1), endless: int(max(n[3], 0))}, nil
+	a := animations{css: int(max(n[0], 0)), script: int(max(n[1], 0)), changes: int64(max(n[2], -1)), endless: int(max(n[3], 0))}
+	if n[4] == 1 && n[7] > 0 {
+		a.view = viewport{scroll: actions.Pt(n[5], n[6]), pinch: n[7], ok: true}
+	}
+	return a, nil
 }
