@@ -61,7 +61,10 @@
 // 60 per second, until one draws nothing new while the page loads nothing
 // and nothing animates; the image is the screenshot of one more frame,
 // unless no frame has drawn anything new since the last screenshot, which
-// is then returned again without a new encode (see keptShot). CSS animations run on
+// is then returned again without a new encode (see keptShot). The
+// page's last answer about its animations also carries its viewport
+// (scroll offset, pinch zoom), read with the getters saved before any of
+// its scripts ran, so the capture asks nothing else. CSS animations run on
 // the main thread (--disable-threaded-animation): a compositor-thread
 // animation that ends while frames are controlled can leave a frame
 // unanswered for good. The compositor draws it
