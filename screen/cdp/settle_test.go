@@ -106,8 +106,14 @@ func TestCaptureScroll(t *testing.T) {
 		t.Run(url, func(t *testing.T) {
 			d := newDisplay(t, DisplayConfig{Viewport: screen.Size{W: 1280, H: 800}})
 			load(t, d, url)
-			o := screen.CaptureOptions{Size: screen.Size{W: 1280, H: 800}, Format: screen.PNG}
-			for i := range 3 {
+			full := screen.CaptureOptions{Size: screen.Size{W: 1280, H: 800}, Format: screen.PNG}
+			region := screen.CaptureOptions{Region: actions.Rect{Min: actions.Pt(200, 100), Max: actions.Pt(840, 500)},
+				Size: screen.Size{W: 640, H: 400}, Format: screen.PNG}
+			for i := range 4 {
+				o, wantAsked := full, map[bool]int{true: 0, false: 1}[d.frames]
+				if i == 3 {
+					o, wantAsked = region, 1
+				}
 				tab := d.t
 				log := &methodLog{Session: tab}
 				d.t = log
@@ -134,8 +140,8 @@ func TestCaptureScroll(t *testing.T) {
 						asked++
 					}
 				}
-				if want := map[bool]int{true: 0, false: 1}[d.frames]; asked != want {
-					t.Errorf("click %d: the capture called %s %d times, want %d (frame control: %v)", i, page.CommandGetLayoutMetrics, asked, want, d.frames)
+				if asked != wantAsked {
+					t.Errorf("click %d: the capture of %v called %s %d times, want %d (frame control: %v)", i, o.Region, page.CommandGetLayoutMetrics, asked, wantAsked, d.frames)
 				}
 			}
 		})

@@ -87,6 +87,9 @@ var timerScript = `(() => {
 	try { delete globalThis[` + strconv.Quote(timerBinding) + `]; } catch (e) {}
 	const window = ` + strconv.Itoa(timerWindow) + `, maxDelay = ` + strconv.Itoa(maxTimerDelay) + `;
 	const loopPeriod = ` + strconv.Itoa(maxLoopPeriod) + `, idleRuns = ` + strconv.Itoa(loopIdleRuns) + `;
+	// Reflect.apply as it was before any script of the page ran: a page
+	// that replaces it must not break the timers it wraps.
+	const apply = Reflect.apply;
 	const now = () => performance.now();
 	let lastInput = -1e9, lastFire = -1e9, fireDepth = 0, running = null, pending = 0;
 	const send = () => { try { report(String(pending)); } catch (e) {} };
@@ -110,7 +113,7 @@ var timerScript = `(() => {
 	const c2d = globalThis.CanvasRenderingContext2D && CanvasRenderingContext2D.prototype;
 	if (c2d) for (const name of ["clearRect", "fillRect", "strokeRect", "fill", "stroke", "drawImage", "putImageData", "fillText", "strokeText"]) {
 		const orig = c2d[name];
-		if (typeof orig === "function") c2d[name] = function (...a) { drew = true; changes++; return Reflect.apply(orig, this, a); };
+		if (typeof orig === "function") c2d[name] = function (...a) { drew = true; changes++; return apply(orig, this, a); };
 	}
 	// tracked runs fn as a timer's callback and reports whether the run
 	// changed the page; the short timers and frames it scheduled become
@@ -122,14 +125,14 @@ var timerScript = `(() => {
 		const prevSteps = steps, mine = [];
 		steps = mine; drew = false;
 		let changed = false;
-		try { return Reflect.apply(fn, self, a); }
+		try { return apply(fn, self, a); }
 		finally {
 			steps = prevSteps;
 			const n = mo ? mo.takeRecords().length : 0;
 			changes += n;
 			changed = n > 0 || drew || scrolled;
 			drew = false; scrolled = false;
-			if (changed || grace) for (const s of mine) if (!s.done) { s.anim = true; anim++; }
+			if (changed || grace) for (let i = 0; i < mine.length; i++) { const s = mine[i]; if (!s.done) { s.anim = true; anim++; } }
 			tracked.changed = changed;
 		}
 	};
@@ -137,7 +140,7 @@ var timerScript = `(() => {
 	// The visual viewport's offset and scale, read with the getters as
 	// they were before any script of the page ran, so that a page that
 	// replaces window.visualViewport or its getters changes nothing here.
-	const apply = Reflect.apply, vv = globalThis.visualViewport;
+	const vv = globalThis.visualViewport;
 	const vvGet = name => {
 		try { const p = Object.getOwnPropertyDescriptor(VisualViewport.prototype, name); return p && p.get; } catch (e) { return null; }
 	};
@@ -161,7 +164,7 @@ var timerScript = `(() => {
 	const wrap = (schedule, cancel, max, short, loop, timeouts) => {
 		const counted = new Set(), stepOf = new Map();
 		const add = function (fn, delay, ...args) {
-			if (typeof fn !== "function") return Reflect.apply(schedule, globalThis, [fn, delay, ...args]);
+			if (typeof fn !== "function") return apply(schedule, globalThis, [fn, delay, ...args]);
 			const d = short(delay) && fn !== running ? depth(max) : -1;
 			const step = steps && loop(delay) ? {anim: false, done: false} : null;
 			let id;
@@ -173,7 +176,7 @@ var timerScript = `(() => {
 				try { return tracked(fn, this, a, c); }
 				finally { running = prev; if (c) { pending--; send(); } }
 			};
-			id = Reflect.apply(schedule, globalThis, [run, delay, ...args]);
+			id = apply(schedule, globalThis, [run, delay, ...args]);
 			if (d >= 0) { counted.add(id); pending++; send(); }
 			if (step) { stepOf.set(id, step); steps.push(step); }
 			return id;
@@ -182,7 +185,7 @@ var timerScript = `(() => {
 			if (counted.delete(id)) { pending--; send(); }
 			stepDone(stepOf.get(id)); stepOf.delete(id);
 			if (timeouts) clearLoop(id); // clearTimeout also clears intervals
-			return Reflect.apply(cancel, globalThis, [id]);
+			return apply(cancel, globalThis, [id]);
 		};
 		return [add, remove];
 	};
@@ -195,7 +198,7 @@ var timerScript = `(() => {
 	};
 	const si = setInterval;
 	const interval = function (fn, delay, ...args) {
-		if (typeof fn !== "function" || Number(delay) > loopPeriod) return Reflect.apply(si, globalThis, [fn, delay, ...args]);
+		if (typeof fn !== "function" || Number(delay) > loopPeriod) return apply(si, globalThis, [fn, delay, ...args]);
 		const l = {counted: true, idle: 0};
 		const run = function (...a) {
 			const prev = running;
@@ -207,7 +210,7 @@ var timerScript = `(() => {
 				else if (++l.idle >= idleRuns && l.counted) { l.counted = false; anim--; }
 			}
 		};
-		const id = Reflect.apply(si, globalThis, [run, delay, ...args]);
+		const id = apply(si, globalThis, [run, delay, ...args]);
 		loops.set(id, l); anim++;
 		return id;
 	};
