@@ -96,7 +96,14 @@ func TestSettleAnimations(t *testing.T) {
 		}
 		durations = append(durations, n)
 	}
-	for _, how := range []string{"interval", "chain", "raf", "css", "keyframes", "waapi", "canvas", "poll"} {
+	// The hostile variants run on a page that wraps the timer functions
+	// and refuses its built-ins (Set, Map, Array.prototype.push, the array
+	// iterator, performance.now, Number, String, Reflect.apply, Object.create,
+	// MutationObserver's takeRecords, document.getAnimations; globalThis
+	// replaced) to any script but its own: the timer script must neither
+	// break its timers nor miss its animations, and may call none of them.
+	for _, how := range []string{"interval", "chain", "raf", "css", "keyframes", "waapi", "canvas", "poll",
+		"interval&hostile=1", "chain&hostile=1", "raf&hostile=1", "css&hostile=1"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			d := newDisplay(t, DisplayConfig{})
@@ -122,6 +129,11 @@ func TestSettleAnimations(t *testing.T) {
 				slices.Sort(waited)
 				t.Logf("%s %d ms: %d of %d captures half-finished; settle p50 %v, max %v", how, ms, half, *animRuns,
 					waited[len(waited)/2].Round(time.Millisecond), waited[len(waited)-1].Round(time.Millisecond))
+				if strings.Contains(how, "hostile") {
+					if v := eval[[]string](t, d, "window.__violations"); len(v) > 0 {
+						t.Errorf("%d ms: Spotter's scripts called what the page refuses them: %q", ms, v)
+					}
+				}
 			}
 		})
 	}

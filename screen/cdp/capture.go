@@ -10,6 +10,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -379,7 +380,13 @@ func (d *Display) frameFence(ctx context.Context, deadline time.Time) error {
 	return err
 }
 
-const frameFenceJS = `new Promise(r => requestAnimationFrame(() => r(0)))`
+// frameFenceJS resolves at the page's next animation frame, by the timer
+// script's function (see timerScript) where the document has it: a page's
+// own requestAnimationFrame may be wrapped, or replaced, by its scripts.
+var frameFenceJS = `(() => {
+	const f = this[` + strconv.Quote(frameProbeName) + `];
+	return typeof f === "function" ? f() : new Promise(r => requestAnimationFrame(() => r(0)));
+})()`
 
 const (
 	// animationPoll is how often settle asks the page about its

@@ -60,6 +60,16 @@ import (
 // A poll changes nothing, so it is never counted past its first run; a
 // loop that changes the page forever is an endless animation, which
 // settling waits out until its timeout and then reports.
+//
+// The page's own scripts run after the timer script and may replace any
+// built-in it would call (Zone.js wraps the timer functions, a polyfill
+// replaces a built-in it finds wanting, a hostile page anything). So what
+// the script runs later (its wrappers, its listeners, the probes that
+// animationsJS and frameFenceJS call) uses only functions it saved before
+// any of them ran, called through the Reflect.apply it saved, and keeps
+// its tables in objects without a prototype: a page can neither break its
+// own timers through Spotter's wrappers nor change what they count
+// (TestSettleAnimations' hostile variants).
 const (
 	timerBinding  = "__spotterTimers"
 	timerWindow   = 100 // ms
@@ -79,20 +89,39 @@ const (
 	// animProbeName is the page's function that returns its count of
 	// script animations.
 	animProbeName = "__spotterAnimations"
+	// frameProbeName is the page's function that returns a promise of the
+	// page's next animation frame (frameFenceJS).
+	frameProbeName = "__spotterFrame"
 )
 
 var timerScript = `(() => {
-	const report = globalThis[` + strconv.Quote(timerBinding) + `];
-	if (typeof report !== "function" || globalThis.setTimeout.__spotter) return;
-	try { delete globalThis[` + strconv.Quote(timerBinding) + `]; } catch (e) {}
+	const g = globalThis;
+	const report = g[` + strconv.Quote(timerBinding) + `];
+	if (typeof report !== "function" || g.setTimeout.__spotter) return;
+	try { delete g[` + strconv.Quote(timerBinding) + `]; } catch (e) {}
 	const window = ` + strconv.Itoa(timerWindow) + `, maxDelay = ` + strconv.Itoa(maxTimerDelay) + `;
 	const loopPeriod = ` + strconv.Itoa(maxLoopPeriod) + `, idleRuns = ` + strconv.Itoa(loopIdleRuns) + `;
-	// Reflect.apply as it was before any script of the page ran: a page
-	// that replaces it must not break the timers it wraps.
-	const apply = Reflect.apply;
-	const now = () => performance.now();
+	// What runs after the page's scripts started uses only what is saved
+	// here, before any of them ran, and objects without a prototype: a page
+	// that replaces Reflect.apply, performance.now, Number, the array
+	// iterator or the methods of Array, Set, Map or MutationObserver must
+	// neither break the timers it wraps nor fool the counts.
+	const apply = Reflect.apply, create = Object.create, num = Number, perf = performance, perfNow = perf.now;
+	const nativeFrame = g.requestAnimationFrame, Prom = Promise;
+	const takeRecords = g.MutationObserver && MutationObserver.prototype.takeRecords;
+	const now = () => apply(perfNow, perf, []);
+	const table = () => create(null);
+	// args is an array-like of a, b and the items of rest, for apply.
+	const args = (a, b, rest) => {
+		const o = table();
+		o[0] = a; o[1] = b;
+		let n = 2;
+		for (let i = 0; i < rest.length; i++) o[n++] = rest[i];
+		o.length = n;
+		return o;
+	};
 	let lastInput = -1e9, lastFire = -1e9, fireDepth = 0, running = null, pending = 0;
-	const send = () => { try { report(String(pending)); } catch (e) {} };
+	const send = () => { try { report("" + pending); } catch (e) {} };
 	for (const type of ["pointerdown", "pointerup", "pointerover", "mousedown", "mouseup", "click", "dblclick",
 		"contextmenu", "keydown", "keyup", "input", "change", "submit", "wheel", "focusin", "drop"])
 		addEventListener(type, () => { lastInput = now(); }, {capture: true, passive: true});
@@ -103,12 +132,13 @@ var timerScript = `(() => {
 	// changed the page scheduled, until they run. A run changes the page
 	// if the DOM mutated during it, or it drew on a canvas, or something
 	// scrolled since the run before.
-	let anim = 0, drew = false, scrolled = false, steps = null, changes = 0;
+	let anim = 0, drew = false, scrolled = false, steps = null, changes = 0, lastChanged = false;
 	let mo = null;
 	try {
 		mo = new MutationObserver(r => { changes += r.length; });
 		mo.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 	} catch (e) {}
+	const taken = () => { try { return mo ? apply(takeRecords, mo, []).length : 0; } catch (e) { return 0; } };
 	addEventListener("scroll", () => { scrolled = true; changes++; }, {capture: true, passive: true});
 	const c2d = globalThis.CanvasRenderingContext2D && CanvasRenderingContext2D.prototype;
 	if (c2d) for (const name of ["clearRect", "fillRect", "strokeRect", "fill", "stroke", "drawImage", "putImageData", "fillText", "strokeText"]) {
@@ -121,37 +151,63 @@ var timerScript = `(() => {
 	// answer to input (grace): the first step of an animation often
 	// changes nothing yet (its progress is 0).
 	const tracked = (fn, self, a, grace) => {
-		if (mo) changes += mo.takeRecords().length;
-		const prevSteps = steps, mine = [];
+		changes += taken();
+		const prevSteps = steps, mine = table();
+		mine.n = 0;
 		steps = mine; drew = false;
 		let changed = false;
 		try { return apply(fn, self, a); }
 		finally {
 			steps = prevSteps;
-			const n = mo ? mo.takeRecords().length : 0;
+			const n = taken();
 			changes += n;
 			changed = n > 0 || drew || scrolled;
 			drew = false; scrolled = false;
-			if (changed || grace) for (let i = 0; i < mine.length; i++) { const s = mine[i]; if (!s.done) { s.anim = true; anim++; } }
-			tracked.changed = changed;
+			if (changed || grace) for (let i = 0; i < mine.n; i++) { const s = mine[i]; if (!s.done) { s.anim = true; anim++; } }
+			lastChanged = changed;
 		}
 	};
 	const stepDone = s => { if (s && !s.done) { s.done = true; if (s.anim) { s.anim = false; anim--; } } };
 	// The visual viewport's offset and scale, read with the getters as
 	// they were before any script of the page ran, so that a page that
 	// replaces window.visualViewport or its getters changes nothing here.
-	const vv = globalThis.visualViewport;
-	const vvGet = name => {
-		try { const p = Object.getOwnPropertyDescriptor(VisualViewport.prototype, name); return p && p.get; } catch (e) { return null; }
+	const getter = (proto, name) => {
+		try { const p = Object.getOwnPropertyDescriptor(proto, name); return p && p.get; } catch (e) { return null; }
 	};
-	const vvLeft = vvGet("pageLeft"), vvTop = vvGet("pageTop"), vvScale = vvGet("scale");
+	const vv = g.visualViewport, vvp = g.VisualViewport && VisualViewport.prototype;
+	const vvLeft = getter(vvp, "pageLeft"), vvTop = getter(vvp, "pageTop"), vvScale = getter(vvp, "scale");
 	const view = () => {
 		try { return [1, apply(vvLeft, vv, []), apply(vvTop, vv, []), apply(vvScale, vv, [])]; } catch (e) { return [0, 0, 0, 0]; }
 	};
+	// The document's CSS animations, CSS transitions and Web Animations
+	// that run, [will end, never end] ([-1, 0] if unknown), read the same
+	// way.
+	const doc = document, getAnimations = g.Document && Document.prototype.getAnimations;
+	const ap = g.Animation && Animation.prototype, playState = getter(ap, "playState"), effect = getter(ap, "effect");
+	const timing = g.AnimationEffect && AnimationEffect.prototype.getComputedTiming;
+	const css = () => {
+		let ending = 0, endless = 0;
+		try {
+			const list = apply(getAnimations, doc, []);
+			for (let i = 0; i < list.length; i++) {
+				const a = list[i];
+				if (apply(playState, a, []) !== "running") continue;
+				const e = apply(effect, a, []);
+				const t = e ? apply(timing, e, []) : null;
+				if (t && t.iterations === Infinity) endless++;
+				else ending++;
+			}
+		} catch (e) { return [-1, 0]; }
+		return [ending, endless];
+	};
 	// Not configurable nor writable: a page cannot put an answer of its
 	// own in its place.
-	Object.defineProperty(globalThis, ` + strconv.Quote(animProbeName) + `, {configurable: false, writable: false,
-		value: () => { const v = view(); return [anim, changes + (mo ? mo.takeRecords().length : 0), v[0], v[1], v[2], v[3]]; }});
+	Object.defineProperty(g, ` + strconv.Quote(animProbeName) + `, {configurable: false, writable: false,
+		value: () => { const v = view(), c = css(); return [anim, changes + taken(), v[0], v[1], v[2], v[3], c[0], c[1]]; }});
+	// The next animation frame, by the browser's own requestAnimationFrame:
+	// not the page's (which may wrap it), and not counted.
+	Object.defineProperty(g, ` + strconv.Quote(frameProbeName) + `, {configurable: false, writable: false,
+		value: () => new Prom(resolve => { apply(nativeFrame, g, [() => resolve(0)]); })});
 
 	// depth is the chain depth of a callback scheduled now, or -1 if it is
 	// not counted.
@@ -161,44 +217,49 @@ var timerScript = `(() => {
 		if (t - lastFire <= window && fireDepth <= max) return fireDepth;
 		return -1;
 	};
+	// The tables below are keyed by timer id, as the browser reads an id:
+	// clearTimeout("5") clears timer 5.
 	const wrap = (schedule, cancel, max, short, loop, timeouts) => {
-		const counted = new Set(), stepOf = new Map();
-		const add = function (fn, delay, ...args) {
-			if (typeof fn !== "function") return apply(schedule, globalThis, [fn, delay, ...args]);
+		const counted = table(), stepOf = table();
+		const add = function (fn, delay, ...rest) {
+			if (typeof fn !== "function") return apply(schedule, g, args(fn, delay, rest));
 			const d = short(delay) && fn !== running ? depth(max) : -1;
 			const step = steps && loop(delay) ? {anim: false, done: false} : null;
 			let id;
 			const run = function (...a) {
-				const c = counted.delete(id), prev = running;
-				stepDone(stepOf.get(id)); stepOf.delete(id);
+				const c = id in counted, prev = running;
+				if (c) delete counted[id];
+				stepDone(stepOf[id]); delete stepOf[id];
 				running = fn;
 				if (c) { lastFire = now(); fireDepth = d + 1; }
 				try { return tracked(fn, this, a, c); }
 				finally { running = prev; if (c) { pending--; send(); } }
 			};
-			id = apply(schedule, globalThis, [run, delay, ...args]);
-			if (d >= 0) { counted.add(id); pending++; send(); }
-			if (step) { stepOf.set(id, step); steps.push(step); }
+			id = apply(schedule, g, args(run, delay, rest));
+			if (d >= 0) { counted[id] = true; pending++; send(); }
+			if (step) { stepOf[id] = step; steps[steps.n++] = step; }
 			return id;
 		};
 		const remove = function (id) {
-			if (counted.delete(id)) { pending--; send(); }
-			stepDone(stepOf.get(id)); stepOf.delete(id);
-			if (timeouts) clearLoop(id); // clearTimeout also clears intervals
-			return apply(cancel, globalThis, [id]);
+			try {
+				if (id in counted) { delete counted[id]; pending--; send(); }
+				stepDone(stepOf[id]); delete stepOf[id];
+				if (timeouts) clearLoop(id); // clearTimeout also clears intervals
+			} catch (e) {} // an id no table can hold: the browser judges it
+			return apply(cancel, g, [id]);
 		};
 		return [add, remove];
 	};
 	// Intervals of at most loopPeriod: counted until their first run, and
 	// then while a run of the last idleRuns changed the page.
-	const loops = new Map();
+	const loops = table();
 	const clearLoop = id => {
-		const l = loops.get(id);
-		if (l) { loops.delete(id); if (l.counted) anim--; }
+		const l = loops[id];
+		if (l) { delete loops[id]; if (l.counted) anim--; }
 	};
 	const si = setInterval;
-	const interval = function (fn, delay, ...args) {
-		if (typeof fn !== "function" || Number(delay) > loopPeriod) return apply(si, globalThis, [fn, delay, ...args]);
+	const interval = function (fn, delay, ...rest) {
+		if (typeof fn !== "function" || num(delay) > loopPeriod) return apply(si, g, args(fn, delay, rest));
 		const l = {counted: true, idle: 0};
 		const run = function (...a) {
 			const prev = running;
@@ -206,20 +267,20 @@ var timerScript = `(() => {
 			try { return tracked(fn, this, a, false); }
 			finally {
 				running = prev;
-				if (tracked.changed) { l.idle = 0; if (!l.counted && loops.has(id)) { l.counted = true; anim++; } }
+				if (lastChanged) { l.idle = 0; if (!l.counted && loops[id] === l) { l.counted = true; anim++; } }
 				else if (++l.idle >= idleRuns && l.counted) { l.counted = false; anim--; }
 			}
 		};
-		const id = apply(si, globalThis, [run, delay, ...args]);
-		loops.set(id, l); anim++;
+		const id = apply(si, g, args(run, delay, rest));
+		loops[id] = l; anim++;
 		return id;
 	};
-	const [st, ct] = wrap(setTimeout, clearTimeout, ` + strconv.Itoa(timerDepth) + `, d => !(Number(d) > maxDelay), d => !(Number(d) > loopPeriod), true);
+	const [st, ct] = wrap(setTimeout, clearTimeout, ` + strconv.Itoa(timerDepth) + `, d => !(num(d) > maxDelay), d => !(num(d) > loopPeriod), true);
 	const [raf, caf] = wrap(requestAnimationFrame, cancelAnimationFrame, ` + strconv.Itoa(rafDepth) + `, () => true, () => true, false);
 	st.__spotter = true;
 	for (const [name, f] of [["setTimeout", st], ["clearTimeout", ct], ["requestAnimationFrame", raf], ["cancelAnimationFrame", caf],
 		["setInterval", interval], ["clearInterval", ct]])
-		Object.defineProperty(globalThis, name, {value: f, writable: true, configurable: true, enumerable: true});
+		Object.defineProperty(g, name, {value: f, writable: true, configurable: true, enumerable: true});
 })()`
 
 // watchTimers installs timerScript in the active tab: for every new
@@ -237,27 +298,38 @@ func (d *Display) watchTimers(ctx context.Context) error {
 // animationsJS asks the page what still animates: the CSS animations, CSS
 // transitions and Web Animations that run (or wait out a delay) and will
 // end, and the script animations that timerScript counts; and, apart,
-// the endless ones (iterations: Infinity). FrameControl does not wait for
+// the endless ones (iterations: Infinity). The timer script's probe
+// counts them all with what it saved; animationsJS counts the CSS and Web
+// Animations itself only in a document without it. FrameControl does not wait for
 // endless ones: they never end, so only the frames they draw can tell
 // whether they show (a spinner that spins draws; one hidden by opacity or
 // off screen does not). Screencast mode waits for them, as its frames of
 // a compositor animation can look like pauses on a loaded machine.
 var animationsJS = `(() => {
-	let css = 0, endless = 0;
-	for (const a of document.getAnimations()) {
-		if (a.playState !== "running") continue;
-		const t = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming() : null;
-		if (t && t.iterations === Infinity) endless++;
-		else css++;
-	}
-	const f = globalThis[` + strconv.Quote(animProbeName) + `];
-	let r = [0, -1];
+	// The probe, reached through the global object itself (the script's
+	// own this), which no page can shadow as it can the name globalThis.
+	const f = this[` + strconv.Quote(animProbeName) + `];
+	let r = null;
 	try { if (typeof f === "function") r = f(); } catch (e) {}
-	// The viewport: [1, left, top, scale] if the page's timer script read
-	// it, finite numbers (no global function of the page is called).
 	const fin = x => typeof x === "number" && x - x === 0;
-	const view = r.length === 6 && r[2] === 1 && fin(r[3]) && fin(r[4]) && fin(r[5]) ? [1, r[3], r[4], r[5]] : [0, 0, 0, 0];
-	return [css, Number(r[0]) || 0, Number(r[1]), endless, view[0], view[1], view[2], view[3]];
+	const ok = r !== null && typeof r === "object" && r.length === 8;
+	let css = 0, endless = 0;
+	if (ok && fin(r[6]) && r[6] >= 0 && fin(r[7])) {
+		css = r[6]; endless = r[7];
+	} else {
+		// A document without the timer script, or one whose animations it
+		// could not read.
+		for (const a of document.getAnimations()) {
+			if (a.playState !== "running") continue;
+			const t = a.effect && a.effect.getComputedTiming ? a.effect.getComputedTiming() : null;
+			if (t && t.iterations === Infinity) endless++;
+			else css++;
+		}
+	}
+	// The viewport: [1, left, top, scale] if the timer script read it,
+	// finite numbers.
+	const view = ok && r[2] === 1 && fin(r[3]) && fin(r[4]) && fin(r[5]) ? [1, r[3], r[4], r[5]] : [0, 0, 0, 0];
+	return [css, ok && fin(r[0]) ? r[0] : 0, ok && fin(r[1]) ? r[1] : -1, endless, view[0], view[1], view[2], view[3]];
 })()`
 
 // animations is the answer of animationsJS. changes counts what the page
