@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"image"
-	_ "image/png"
 	"net/http"
 	"os"
 	"os/signal"
@@ -22,18 +20,6 @@ import (
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/web"
 )
-
-// centre returns the colour at the middle of a PNG screenshot.
-func centre(t *testing.T, data []byte) [3]uint8 {
-	t.Helper()
-	img, _, err := image.Decode(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("decode screenshot: %v", err)
-	}
-	b := img.Bounds()
-	r, g, bl, _ := img.At(b.Min.X+b.Dx()/2, b.Min.Y+b.Dy()/2).RGBA()
-	return [3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8)}
-}
 
 // With containerd sandboxes (`spotter serve --isolate containerd`), every
 // session's browser runs in a sandbox of its own whose egress allows the
@@ -75,7 +61,7 @@ func TestIsolateContainerd(t *testing.T) {
 		if err != nil || out.ID == "" {
 			t.Fatalf("POST /executor/sessions = %+v, %v", out.ID, err)
 		}
-		if got := centre(t, data); !isolatetest.Near(got, p.want) {
+		if got := isolatetest.Centre(t, data); !isolatetest.Near(got, p.want) {
 			t.Errorf("session on %s shows %v, want %v: the sandbox reached its start URL", p.page.URL, got, p.want)
 		}
 		if p.page.Hits.Load() == 0 {

@@ -43,9 +43,11 @@ import (
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/internal/wiring"
+	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web/panel"
 )
@@ -73,7 +75,13 @@ type Config struct {
 	// reach the server's own address unless the policy names it. The
 	// Server does not close them. NewDisplay, when set, wins.
 	Sandboxes *wiring.Sandboxes
-	Browser   string // Chromium executable; "" looks it up
+	// Shared, when set, holds the browsers that sessions' chromium
+	// displays on the host share, each a browser context of its own
+	// behind its own egress proxy (wiring.DisplayRequest.Shared); nil: a
+	// browser per session. Not with containerd Sandboxes. The Server does
+	// not close it.
+	Shared  *cdp.Pool
+	Browser string // Chromium executable; "" looks it up
 	// Getenv supplies provider keys and base URLs (nil: none).
 	Getenv func(string) string
 	Logger *slog.Logger // nil: slog.Default()
@@ -235,6 +243,9 @@ type Server struct {
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("web: Config.DataDir is required")
+	}
+	if cfg.Shared != nil && cfg.Sandboxes != nil && cfg.Sandboxes.Backend() != isolate.Local {
+		return nil, fmt.Errorf("web: shared browsers run on the host; sessions in %s sandboxes run their own", cfg.Sandboxes.Backend())
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("web: data directory: %w", err)
@@ -458,7 +469,7 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 			hosts = sp.Policy.Hosts
 		}
 		req := wiring.DisplayRequest{Display: sp.Display.Spec(), Browser: cfg.Browser,
-			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Getenv: cfg.Getenv, Logger: s.log}
+			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Shared: cfg.Shared, Getenv: cfg.Getenv, Logger: s.log}
 		if cfg.Sandboxes != nil {
 			req.Egress = wiring.EgressFor(hosts, sp.StartURL)
 			req.Egress.Deny = s.selfDeny(req.Egress.Allow)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 	"io"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/spotter-harness/spotter/internal/batch"
 	"github.com/spotter-harness/spotter/internal/runner"
+	"github.com/spotter-harness/spotter/isolate/isolatetest"
 )
 
 // The test binary is also the containerd sandboxes' agent ("agent ...").
@@ -810,5 +812,30 @@ func TestMCPChromium(t *testing.T) {
 	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "click", "at": map[string]any{"x": 10, "y": 10}}})
 	if err != nil || res.IsError {
 		t.Fatalf("click = %v, %+v", err, res)
+	}
+}
+
+// spotter mcp --browsers 1: the sessions' displays are browser contexts of
+// one Chromium the command launched; a bad value, or a display that is
+// not Chromium, is refused before anything starts.
+func TestMCPSharedBrowser(t *testing.T) {
+	for _, args := range [][]string{{"--browsers", "-1"}, {"--browsers", "1", "--display", "desktop"}} {
+		err := mcpCmd(t.Context(), append([]string{"--http", "127.0.0.1:0"}, args...), io.Discard, io.Discard)
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--browsers") {
+			t.Errorf("spotter mcp %v = %v, want exit 2 naming --browsers", args, err)
+		}
+	}
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	before := isolatetest.BrowserChildren(t)
+	cs := startMCP(ctx, t, "--demo", "--browsers", "1")
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "screenshot"}})
+	if err != nil || res.IsError {
+		t.Fatalf("screenshot = %v, %+v", err, res)
+	}
+	if n := isolatetest.BrowserChildren(t) - before; n != 1 {
+		t.Errorf("spotter mcp --browsers 1 with a session open runs %d browsers, want 1", n)
 	}
 }

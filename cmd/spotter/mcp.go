@@ -21,6 +21,7 @@ import (
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
 )
 
 // mcpCmd runs `spotter mcp`: an MCP server on stdio, or with --http ADDR on
@@ -39,6 +40,8 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	viewport := fs.String("viewport", "1280x800", "CSS size of each session's viewport")
 	imageSize := fs.String("image", "", "size of the screenshots sent back, WxH (default: the viewport's)")
 	maxSessions := fs.Int("max-sessions", 8, "most sessions open at once")
+	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions (a chromium --display), "+
+		"each session a browser context of its own (about 24 MB a session instead of 84); 0: a browser per session")
 	verbose := fs.Bool("v", false, "log to stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: spotter mcp [--http 127.0.0.1:PORT] [flags]")
@@ -57,6 +60,12 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	disp, err := parseDisplay(*display, vp.W, vp.H)
 	if err != nil {
 		return exitError{2, err}
+	}
+	switch {
+	case *browsers < 0:
+		return exitError{2, fmt.Errorf("--browsers %d: want 0 or more", *browsers)}
+	case *browsers > 0 && disp.Backend != "" && disp.Backend != wiring.Chromium:
+		return exitError{2, fmt.Errorf("--browsers shares Chromium processes: it needs --display chromium, not %s", disp.Backend)}
 	}
 	var img screen.Size
 	if *imageSize != "" {
@@ -99,9 +108,17 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		policy.Hosts = []string{u.Host}
 	}
 
+	var shared *cdp.Pool
+	if *browsers > 0 {
+		if shared, err = sharedBrowsers(ctx, *browser, *browsers, log); err != nil {
+			return exitError{2, err}
+		}
+		defer shared.Close(context.WithoutCancel(ctx))
+	}
 	newDisplay := func(ctx context.Context) (mcp.Display, error) {
 		// The session navigates to its start page itself.
-		return wiring.OpenDisplay(ctx, wiring.DisplayRequest{Display: disp, Browser: *browser, Getenv: os.Getenv, Logger: log})
+		return wiring.OpenDisplay(ctx, wiring.DisplayRequest{Display: disp, Browser: *browser, Shared: shared,
+			Getenv: os.Getenv, Logger: log})
 	}
 	srv, err := mcp.New(mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
 		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log})

@@ -17,6 +17,7 @@ import (
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/web"
 )
 
@@ -49,6 +50,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
 		"at /mcp and to every session whose spec brings no rules of its own (approvals.rules)")
 	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
+	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions' chromium displays, each "+
+		"session a browser context of its own behind its own egress proxy (about 24 MB a session instead of 84); 0: a "+
+		"browser per session. Host browsers only: --isolate local or none (auto then means local)")
 	maxSessions := fs.Int("max-sessions", 0, "how many agent and executor sessions may have a browser open at once; "+
 		"more are refused with 503 and Retry-After (0: from the machine's memory, about 200 MB a session; -1: no bound)")
 	drain := fs.Duration("drain-timeout", 25*time.Second, "on SIGTERM or SIGINT: how long running turns get to finish before "+
@@ -79,6 +83,16 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() > 0 {
 		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	iso := *isolation
+	switch {
+	case *browsers < 0:
+		return exitError{2, fmt.Errorf("--browsers %d: want 0 or more", *browsers)}
+	case *browsers > 0 && iso == "auto":
+		iso = "local"
+	case *browsers > 0 && iso != "local" && iso != "none":
+		return exitError{2, fmt.Errorf("--browsers shares browsers on this host; sessions under --isolate %s run their own "+
+			"(use --isolate local or none)", iso)}
 	}
 	var mcpRules approvals.Rules // the zero Rules are the defaults
 	var serverRules *approvals.Rules
@@ -125,7 +139,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{2, fmt.Errorf("--mcp-start-url: %w", err)}
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	_, sbx, err := openSandboxes(startCtx, *isolation, *memory, log)
+	_, sbx, err := openSandboxes(startCtx, iso, *memory, log)
 	if err != nil {
 		cancel()
 		ln.Close()
@@ -134,7 +148,16 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if sbx != nil {
 		defer sbx.Close(context.WithoutCancel(ctx))
 	}
-	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx,
+	var shared *cdp.Pool
+	if *browsers > 0 {
+		if shared, err = sharedBrowsers(startCtx, *browser, *browsers, log); err != nil {
+			cancel()
+			ln.Close()
+			return exitError{2, err}
+		}
+		defer shared.Close(context.WithoutCancel(ctx))
+	}
+	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx, Shared: shared,
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		Version: versionString(),
 		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules, Display: session.DisplayOf(mcpDisp)},
@@ -192,6 +215,20 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{1, cerr}
 	}
 	return nil
+}
+
+// sharedBrowsers launches the n browsers of --browsers (serve, mcp). Under
+// serve, each session's browser context sends its requests through the
+// session's own egress proxy; the flag keeps WebRTC's UDP, which no HTTP
+// proxy carries, off for them all, as a browser of its own behind the
+// proxy has it (isolate/local).
+func sharedBrowsers(ctx context.Context, exec string, n int, log *slog.Logger) (*cdp.Pool, error) {
+	p, err := cdp.LaunchPool(ctx, cdp.Config{Exec: exec, Logger: log,
+		Flags: []string{"--force-webrtc-ip-handling-policy=disable_non_proxied_udp"}}, n)
+	if err != nil {
+		return nil, fmt.Errorf("--browsers: %w", err)
+	}
+	return p, nil
 }
 
 // advertised checks --advertise and puts the listener's port in place of

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/web"
 )
 
@@ -165,5 +167,59 @@ func TestServeClusterFlags(t *testing.T) {
 		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("serve %v = %v, want exit 2 naming %s", tt.args, err, tt.want)
 		}
+	}
+}
+
+// `spotter serve --browsers N`: bad values and containerd isolation are
+// refused before anything starts; with --browsers 1, two executor
+// sessions open at once on one Chromium, which the server launched, and
+// each shows its start page.
+func TestServeBrowsers(t *testing.T) {
+	for _, args := range [][]string{{"--browsers", "-1"}, {"--browsers", "1", "--isolate", "containerd"}} {
+		var out, errOut bytes.Buffer
+		err := serveCmd(t.Context(), append(args, "--data", t.TempDir(), "--addr", "127.0.0.1:0"), &out, &errOut)
+		var ee exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--browsers") {
+			t.Errorf("serve %v = %v, want exit 2 naming --browsers", args, err)
+		}
+	}
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("SPOTTER_INTEGRATION=1 runs the shared browser (a real Chromium)")
+	}
+	t.Setenv("SPOTTER_TOKEN", "serve-test-token-0123456789")
+	page := isolatetest.NewPage(t, isolatetest.Blue)
+	before := isolatetest.BrowserChildren(t)
+	base := startServe(t, "--browsers", "1", "--drain-timeout", "1s")
+	if n := isolatetest.BrowserChildren(t) - before; n != 1 {
+		t.Errorf("serve --browsers 1 runs %d browsers, want 1", n)
+	}
+	for i := range 2 {
+		body := `{"provider":"anthropic","start_url":"` + page.URL + `/"}`
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", base+"/executor/sessions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer serve-test-token-0123456789")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			ID         string
+			Screenshot struct{ Data string }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || out.Screenshot.Data == "" {
+			t.Fatalf("session %d: POST /executor/sessions = %d, %v", i, resp.StatusCode, err)
+		}
+		data, err := base64.StdEncoding.DecodeString(out.Screenshot.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := isolatetest.Centre(t, data); !isolatetest.Near(got, isolatetest.Blue) {
+			t.Errorf("session %d shows %v, want its start page's %v", i, got, isolatetest.Blue)
+		}
+	}
+	if n := isolatetest.BrowserChildren(t) - before; n != 1 {
+		t.Errorf("with two sessions open, serve --browsers 1 runs %d browsers, want 1", n)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,13 +148,29 @@ func Visit(ctx context.Context, d interface {
 			return [3]uint8{}, err
 		}
 	}
-	img, _, err := image.Decode(bytes.NewReader(shot.Data))
+	return centre(shot.Data)
+}
+
+// centre returns the colour at the middle of a PNG or JPEG screenshot.
+func centre(data []byte) ([3]uint8, error) {
+	img, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {
 		return [3]uint8{}, fmt.Errorf("decode screenshot: %w", err)
 	}
 	b := img.Bounds()
 	r, g, bl, _ := img.At(b.Min.X+b.Dx()/2, b.Min.Y+b.Dy()/2).RGBA()
 	return [3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(bl >> 8)}, nil
+}
+
+// Centre returns the colour at the middle of a PNG screenshot, failing t
+// if it does not decode.
+func Centre(t testing.TB, data []byte) [3]uint8 {
+	t.Helper()
+	c, err := centre(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // Near reports whether two colours are within a small tolerance.
@@ -253,4 +271,32 @@ func Run(t *testing.T, start func(t *testing.T, cfg isolate.Config) isolate.Sand
 			t.Errorf("Health() after Close = %v, want ErrDead", err)
 		}
 	})
+}
+
+// BrowserChildren counts this process's child processes that are
+// Chromium: the browsers it launched and that still run.
+func BrowserChildren(t testing.TB) int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, n := strconv.Itoa(os.Getpid()), 0
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone
+		}
+		// pid (comm) state ppid ...
+		s := string(b)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		fields := strings.Fields(s[closing+1:])
+		if len(fields) > 1 && fields[1] == self && strings.HasPrefix(s[open+1:closing], "chromium") {
+			n++
+		}
+	}
+	return n
 }

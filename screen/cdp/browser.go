@@ -203,6 +203,11 @@ type DisplayConfig struct {
 	MaxDownloads     int
 	MaxDownloadBytes int64
 	UploadDir        string
+	// Proxy, when set, is the proxy server (as --proxy-server takes it)
+	// that every request of the display's browser context goes through,
+	// loopback included: a session's egress proxy in a browser that other
+	// sessions share. Without it the display uses the browser's own.
+	Proxy string
 
 	downloadRoot string // Config.DownloadDir
 }

@@ -113,13 +113,13 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 	if frames {
 		// A frame-controlled tab must be created as one, so the display
 		// creates its browser context and tab itself.
-		id, err := b.newFrameTarget(ctx, d, cfg.Viewport)
+		id, err := b.newFrameTarget(ctx, d, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("new display: %w", err)
 		}
 		opts = append(opts, chromedp.WithTargetID(id))
 	} else {
-		opts = append(opts, chromedp.WithNewBrowserContext())
+		opts = append(opts, chromedp.WithNewBrowserContext(func(p *target.CreateBrowserContextParams) { withProxy(p, cfg.Proxy) }))
 	}
 	tctx, tcancel := chromedp.NewContext(b.ctx, opts...)
 	d.ctx = tctx
@@ -163,19 +163,30 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 // newFrameTarget creates a browser context for d and, in a window of the
 // viewport's size, a tab in it whose frames begin only when the display
 // asks for them.
-func (b *Browser) newFrameTarget(ctx context.Context, d *Display, vp screen.Size) (target.ID, error) {
+func (b *Browser) newFrameTarget(ctx context.Context, d *Display, cfg DisplayConfig) (target.ID, error) {
 	br := chromedp.FromContext(b.ctx).Browser
-	bc, err := cdp.Call(ctx, br, target.CreateBrowserContext, target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
+	p := target.CreateBrowserContextParams{DisposeOnDetach: new(true)}
+	withProxy(&p, cfg.Proxy)
+	bc, err := cdp.Call(ctx, br, target.CreateBrowserContext, p)
 	if err != nil {
 		return "", fmt.Errorf("create browser context: %w", err)
 	}
 	d.browserContext = bc.BrowserContextID
-	res, err := cdp.Call(ctx, br, target.CreateTarget, tabParams("about:blank", bc.BrowserContextID, vp, true))
+	res, err := cdp.Call(ctx, br, target.CreateTarget, tabParams("about:blank", bc.BrowserContextID, cfg.Viewport, true))
 	if err != nil {
 		d.disposeContext(b.ctx)
 		return "", fmt.Errorf("create frame-controlled tab: %w", err)
 	}
 	return res.TargetID, nil
+}
+
+// withProxy makes the browser context of p send every request through
+// proxy, loopback included (Chromium bypasses a proxy for loopback unless
+// told not to), if proxy is set.
+func withProxy(p *target.CreateBrowserContextParams, proxy string) {
+	if proxy != "" {
+		p.ProxyServer, p.ProxyBypassList = proxy, "<-loopback>"
+	}
 }
 
 // tabParams are the parameters of a new tab at url in browser context bc;

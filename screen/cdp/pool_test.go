@@ -2,7 +2,9 @@ package cdp
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -43,4 +45,41 @@ func TestPool(t *testing.T) {
 	if _, err := p.NewDisplay(ctx, DisplayConfig{}); err == nil {
 		t.Errorf("NewDisplay() after Close = nil error")
 	}
+}
+
+// TestPoolRelaunch kills the browser of a pool of one: the display on it
+// is gone, and the next NewDisplay launches a new browser and opens a
+// display that works.
+func TestPoolRelaunch(t *testing.T) {
+	integration(t)
+	ctx := t.Context()
+	p, err := LaunchPool(ctx, Config{Logger: testLogger(), Mode: testMode(t), CommandTimeout: 5 * time.Second}, 1)
+	if err != nil {
+		t.Fatalf("LaunchPool() = %v", err)
+	}
+	defer p.Close(context.Background())
+	d, err := p.NewDisplay(ctx, DisplayConfig{})
+	if err != nil {
+		t.Fatalf("NewDisplay() = %v", err)
+	}
+	old := p.browsers[0]
+	if err := d.browser.Process().Kill(); err != nil {
+		t.Fatalf("kill the browser: %v", err)
+	}
+	if _, err := d.Capture(ctx, screen.CaptureOptions{}); !errors.Is(err, screen.ErrGone) {
+		t.Errorf("Capture() on the killed browser = %v, want ErrGone", err)
+	}
+	d2, err := p.NewDisplay(ctx, DisplayConfig{})
+	if err != nil {
+		t.Fatalf("NewDisplay() after the browser was killed = %v", err)
+	}
+	defer d2.Close(context.Background())
+	if p.browsers[0] == old {
+		t.Errorf("the pool still holds the killed browser")
+	}
+	load(t, d2, "static.html")
+	if shot := capture(t, d2, screen.CaptureOptions{Format: screen.PNG}); len(shot.Data) == 0 {
+		t.Errorf("the new display's capture is empty")
+	}
+	d.Close(context.Background())
 }
