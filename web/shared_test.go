@@ -82,8 +82,8 @@ func TestSharedBrowser(t *testing.T) {
 		}
 		ids = append(ids, out.ID)
 	}
-	if after := isolatetest.BrowserChildren(t); after != before {
-		t.Errorf("%d browser processes started with the sessions, want none: they share the pool's", after-before)
+	if n := isolatetest.NewBrowsers(t, before); n != 0 {
+		t.Errorf("%d browser processes started with the sessions, want none: they share the pool's", n)
 	}
 	if own.Load() == 0 {
 		t.Errorf("the first session's host answered no image request of its page: the page asked for none")

@@ -835,7 +835,7 @@ func TestMCPSharedBrowser(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("screenshot = %v, %+v", err, res)
 	}
-	if n := isolatetest.BrowserChildren(t) - before; n != 1 {
+	if n := isolatetest.NewBrowsers(t, before); n != 1 {
 		t.Errorf("spotter mcp --browsers 1 with a session open runs %d browsers, want 1", n)
 	}
 }

@@ -190,7 +190,7 @@ func TestServeBrowsers(t *testing.T) {
 	page := isolatetest.NewPage(t, isolatetest.Blue)
 	before := isolatetest.BrowserChildren(t)
 	base := startServe(t, "--browsers", "1", "--drain-timeout", "1s")
-	if n := isolatetest.BrowserChildren(t) - before; n != 1 {
+	if n := isolatetest.NewBrowsers(t, before); n != 1 {
 		t.Errorf("serve --browsers 1 runs %d browsers, want 1", n)
 	}
 	for i := range 2 {
@@ -219,7 +219,7 @@ func TestServeBrowsers(t *testing.T) {
 			t.Errorf("session %d shows %v, want its start page's %v", i, got, isolatetest.Blue)
 		}
 	}
-	if n := isolatetest.BrowserChildren(t) - before; n != 1 {
+	if n := isolatetest.NewBrowsers(t, before); n != 1 {
 		t.Errorf("with two sessions open, serve --browsers 1 runs %d browsers, want 1", n)
 	}
 }

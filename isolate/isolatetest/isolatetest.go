@@ -273,15 +273,17 @@ func Run(t *testing.T, start func(t *testing.T, cfg isolate.Config) isolate.Sand
 	})
 }
 
-// BrowserChildren counts this process's child processes that are
-// Chromium: the browsers it launched and that still run.
-func BrowserChildren(t testing.TB) int {
+// BrowserChildren returns the process ids of this process's children that
+// are Chromium: the browsers it launched and that still run. Count the
+// browsers a step starts as the ids after it that were not there before
+// (NewBrowsers): a browser of an earlier test may exit meanwhile.
+func BrowserChildren(t testing.TB) map[int]bool {
 	t.Helper()
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, n := strconv.Itoa(os.Getpid()), 0
+	self, pids := strconv.Itoa(os.Getpid()), map[int]bool{}
 	for _, f := range stats {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -295,6 +297,21 @@ func BrowserChildren(t testing.TB) int {
 		}
 		fields := strings.Fields(s[closing+1:])
 		if len(fields) > 1 && fields[1] == self && strings.HasPrefix(s[open+1:closing], "chromium") {
+			if pid, err := strconv.Atoi(strings.TrimSpace(s[:open])); err == nil {
+				pids[pid] = true
+			}
+		}
+	}
+	return pids
+}
+
+// NewBrowsers returns how many of this process's Chromium children run now
+// that were not in before (BrowserChildren).
+func NewBrowsers(t testing.TB, before map[int]bool) int {
+	t.Helper()
+	n := 0
+	for pid := range BrowserChildren(t) {
+		if !before[pid] {
 			n++
 		}
 	}
