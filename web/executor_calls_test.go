@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/screentest"
 )
@@ -59,6 +60,18 @@ func (e *env) createExec(spec map[string]any) (int, execCreated) {
 		e.t.Fatalf("POST /executor/sessions = %d %s", code, out)
 	}
 	return code, a
+}
+
+// execAt creates an Anthropic executor session on startURL and returns
+// its id and the colour at the middle of its first screenshot.
+func (e *env) execAt(startURL string) (string, [3]uint8) {
+	e.t.Helper()
+	code, a := e.createExec(map[string]any{"provider": "anthropic", "start_url": startURL})
+	data, err := base64.StdEncoding.DecodeString(a.Screenshot.Data)
+	if code != http.StatusOK || err != nil || a.ID == "" {
+		e.t.Fatalf("POST /executor/sessions on %s = %d %q %s, %v", startURL, code, a.ID, a.Error, err)
+	}
+	return a.ID, isolatetest.Centre(e.t, data)
 }
 
 // fake returns the in-memory display of the nth session the env opened.

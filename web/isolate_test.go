@@ -3,7 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -51,23 +50,14 @@ func TestIsolateContainerd(t *testing.T) {
 		page *isolatetest.Page
 		want [3]uint8
 	}{{blue, isolatetest.Blue}, {red, isolatetest.Red}} {
-		r := e.request("POST", "/executor/sessions", map[string]any{"provider": "anthropic", "start_url": p.page.URL + "/"})
-		var out struct {
-			ID         string
-			Screenshot struct{ Data string }
-		}
-		decodeJSON(t, r, &out)
-		data, err := base64.StdEncoding.DecodeString(out.Screenshot.Data)
-		if err != nil || out.ID == "" {
-			t.Fatalf("POST /executor/sessions = %+v, %v", out.ID, err)
-		}
-		if got := isolatetest.Centre(t, data); !isolatetest.Near(got, p.want) {
+		id, got := e.execAt(p.page.URL + "/")
+		if !isolatetest.Near(got, p.want) {
 			t.Errorf("session on %s shows %v, want %v: the sandbox reached its start URL", p.page.URL, got, p.want)
 		}
 		if p.page.Hits.Load() == 0 {
 			t.Errorf("%s got no request", p.page.URL)
 		}
-		r = e.request("DELETE", "/executor/sessions/"+out.ID, nil)
+		r := e.request("DELETE", "/executor/sessions/"+id, nil)
 		r.Body.Close()
 	}
 	if n := other.Hits.Load(); n != 0 {

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -32,29 +31,9 @@ func TestSharedBrowser(t *testing.T) {
 	}
 	t.Cleanup(func() { pool.Close(context.Background()) })
 
-	var pixels atomic.Int64
-	red := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/pixel" {
-			pixels.Add(1)
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		c := isolatetest.Red
-		fmt.Fprintf(w, `<!doctype html><body style="margin:0"><div style="width:100vw;height:100vh;background:rgb(%d,%d,%d)"></div>`, c[0], c[1], c[2])
-	}))
-	defer red.Close()
-	var own atomic.Int64
-	blue := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/pixel" {
-			own.Add(1)
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		c := isolatetest.Blue
-		fmt.Fprintf(w, `<!doctype html><body style="margin:0"><img src="/pixel" width=1 height=1><img src="%s/pixel" width=1 height=1>`+
-			`<div style="width:100vw;height:100vh;background:rgb(%d,%d,%d)"></div>`, red.URL, c[0], c[1], c[2])
-	}))
-	defer blue.Close()
+	var pixels, own atomic.Int64
+	red := pixelPage(t, isolatetest.Red, &pixels)
+	blue := pixelPage(t, isolatetest.Blue, &own, "/pixel", red.URL+"/pixel")
 
 	e := &env{t: t, data: t.TempDir()}
 	e.cfg = web.Config{DataDir: e.data, Token: testToken, Shared: pool}
@@ -67,20 +46,11 @@ func TestSharedBrowser(t *testing.T) {
 		url  string
 		want [3]uint8
 	}{{blue.URL + "/", isolatetest.Blue}, {red.URL + "/", isolatetest.Red}} {
-		r := e.request("POST", "/executor/sessions", map[string]any{"provider": "anthropic", "start_url": p.url})
-		var out struct {
-			ID         string
-			Screenshot struct{ Data string }
-		}
-		decodeJSON(t, r, &out)
-		data, err := base64.StdEncoding.DecodeString(out.Screenshot.Data)
-		if err != nil || out.ID == "" {
-			t.Fatalf("POST /executor/sessions = %+v, %v", out.ID, err)
-		}
-		if got := isolatetest.Centre(t, data); !isolatetest.Near(got, p.want) {
+		id, got := e.execAt(p.url)
+		if !isolatetest.Near(got, p.want) {
 			t.Errorf("the session on %s shows %v, want %v", p.url, got, p.want)
 		}
-		ids = append(ids, out.ID)
+		ids = append(ids, id)
 	}
 	if n := isolatetest.NewBrowsers(t, before); n != 0 {
 		t.Errorf("%d browser processes started with the sessions, want none: they share the pool's", n)
@@ -96,4 +66,24 @@ func TestSharedBrowser(t *testing.T) {
 		r := e.request("DELETE", "/executor/sessions/"+id, nil)
 		r.Body.Close()
 	}
+}
+
+// pixelPage serves a page filled with colour c that shows the images at
+// srcs, and counts in pixels the requests for its own /pixel.
+func pixelPage(t *testing.T, c [3]uint8, pixels *atomic.Int64, srcs ...string) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/pixel" {
+			pixels.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		imgs := ""
+		for _, src := range srcs {
+			imgs += `<img src="` + src + `" width=1 height=1>`
+		}
+		fmt.Fprintf(w, `<!doctype html><body style="margin:0">%s<div style="width:100vw;height:100vh;background:rgb(%d,%d,%d)"></div>`,
+			imgs, c[0], c[1], c[2])
+	}))
+	t.Cleanup(s.Close)
+	return s
 }

@@ -281,14 +281,14 @@ func startChromium(ctx context.Context, req DisplayRequest) (inner, isolate.Sand
 	sc := req.Sandbox
 	var sb isolate.Sandbox
 	switch {
-	case req.Sandboxes == nil && req.HostEgress == nil && req.Shared != nil:
-		cd, err := req.Shared.NewDisplay(ctx, cdp.DisplayConfig{Viewport: cfg.Viewport, DPR: cfg.DPR, Logger: cfg.Logger})
-		if err != nil {
-			return nil, nil, err
-		}
-		return cd, nil, nil
 	case req.Sandboxes == nil && req.HostEgress == nil:
-		cd, err := cdp.Open(ctx, cfg)
+		var cd *cdp.Display
+		var err error
+		if req.Shared != nil {
+			cd, err = sharedDisplay(ctx, req.Shared, cfg, "")
+		} else {
+			cd, err = cdp.Open(ctx, cfg)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -315,8 +315,7 @@ func startChromium(ctx context.Context, req DisplayRequest) (inner, isolate.Sand
 			return nil, nil, errors.Join(fmt.Errorf("%w: a shared browser runs on the host; a display in a %s sandbox runs its own",
 				ErrSpec, req.Sandboxes.Backend()), sb.Close(context.WithoutCancel(ctx)))
 		}
-		cd, err := req.Shared.NewDisplay(ctx, cdp.DisplayConfig{Viewport: cfg.Viewport, DPR: cfg.DPR, Logger: cfg.Logger,
-			Proxy: "http://" + lsb.ProxyAddr()})
+		cd, err := sharedDisplay(ctx, req.Shared, cfg, "http://"+lsb.ProxyAddr())
 		if err != nil {
 			return nil, nil, errors.Join(err, sb.Close(context.WithoutCancel(ctx)))
 		}
@@ -327,6 +326,12 @@ func startChromium(ctx context.Context, req DisplayRequest) (inner, isolate.Sand
 		return nil, nil, errors.Join(err, sb.Close(context.WithoutCancel(ctx)))
 	}
 	return id, sb, nil
+}
+
+// sharedDisplay opens a display of cfg's size as a browser context of one
+// of shared's browsers, whose requests go through proxy if it is set.
+func sharedDisplay(ctx context.Context, shared *cdp.Pool, cfg cdp.Config, proxy string) (*cdp.Display, error) {
+	return shared.NewDisplay(ctx, cdp.DisplayConfig{Viewport: cfg.Viewport, DPR: cfg.DPR, Logger: cfg.Logger, Proxy: proxy})
 }
 
 // open starts a display and navigates it to d.lastURL.
