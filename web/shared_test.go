@@ -2,11 +2,17 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
@@ -66,6 +72,154 @@ func TestSharedBrowser(t *testing.T) {
 		r := e.request("DELETE", "/executor/sessions/"+id, nil)
 		r.Body.Close()
 	}
+}
+
+// When the shared browser dies (`spotter serve --browsers 1`), every
+// session on it goes on: the next call of each, posted at once, is
+// answered with the death in words and a screenshot of the session's own
+// page in a browser the pool launched again, one for all of them, and
+// each session is still behind its own egress proxy there.
+func TestSharedBrowserCrash(t *testing.T) {
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("SPOTTER_INTEGRATION=1 runs this on a real Chromium")
+	}
+	before := isolatetest.BrowserChildren(t)
+	pool, err := cdp.LaunchPool(t.Context(), cdp.Config{Logger: isolatetest.Logger()}, 1)
+	if err != nil {
+		t.Fatalf("LaunchPool() = %v", err)
+	}
+	t.Cleanup(func() { pool.Close(context.Background()) })
+	var shared []int
+	for pid := range isolatetest.BrowserChildren(t) {
+		if !before[pid] {
+			shared = append(shared, pid)
+		}
+	}
+	if len(shared) != 1 {
+		t.Fatalf("LaunchPool(1) started %d browser processes, want 1", len(shared))
+	}
+
+	var pixels, own atomic.Int64
+	red := pixelPage(t, isolatetest.Red, &pixels)
+	blue := pixelPage(t, isolatetest.Blue, &own, "/pixel", red.URL+"/pixel")
+	e := &env{t: t, data: t.TempDir()}
+	e.cfg = web.Config{DataDir: e.data, Token: testToken, Shared: pool}
+	e.start()
+	t.Cleanup(e.stop)
+	pages := []struct {
+		url  string
+		want [3]uint8
+	}{{blue.URL + "/", isolatetest.Blue}, {red.URL + "/", isolatetest.Red}}
+	ids := make([]string, len(pages))
+	for i, p := range pages {
+		code, a := e.createExec(map[string]any{"provider": "anthropic", "start_url": p.url,
+			"approvals": map[string]any{"supervise": "none"}})
+		if code != http.StatusOK || a.ID == "" {
+			t.Fatalf("POST /executor/sessions on %s = %d %q %s", p.url, code, a.ID, a.Error)
+		}
+		ids[i] = a.ID
+	}
+	ownBefore := own.Load()
+
+	beforeKill := isolatetest.BrowserChildren(t)
+	if err := syscall.Kill(shared[0], syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the shared browser: %v", err)
+	}
+	type answer struct {
+		code int
+		body []byte
+		err  error
+	}
+	answers := make([]answer, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			call := fmt.Sprintf(`{"type":"tool_use","id":"toolu_after","name":"computer","input":{"action":"left_click","coordinate":[%d,%d]}}`, 640, 400)
+			req, err := http.NewRequestWithContext(t.Context(), "POST", e.base+"/executor/sessions/"+id+"/call?wait=60s", strings.NewReader(call))
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			defer resp.Body.Close()
+			answers[i].code = resp.StatusCode
+			answers[i].body, answers[i].err = io.ReadAll(resp.Body)
+		})
+	}
+	wg.Wait()
+	for i, a := range answers {
+		if a.err != nil || a.code != http.StatusOK {
+			t.Fatalf("session %d's call after the browser died = %d %.300s, %v; want 200", i, a.code, a.body, a.err)
+		}
+		// The click did not run, so its result has no image (see
+		// harness/anthropic): the model asks for one.
+		if text, _ := anthropicResult(t, a.body); !strings.Contains(text, "started anew") {
+			t.Errorf("session %d's result says %q, want that the browser was started anew", i, text)
+		}
+		code, body := e.postRaw("/executor/sessions/"+ids[i]+"/call?wait=60s",
+			`{"type":"tool_use","id":"toolu_look","name":"computer","input":{"action":"screenshot"}}`)
+		if code != http.StatusOK {
+			t.Fatalf("session %d's screenshot call = %d %.300s", i, code, body)
+		}
+		if _, img := anthropicResult(t, body); img == nil {
+			t.Errorf("session %d's screenshot call after the browser died has no image: %.300s", i, body)
+		} else if got := isolatetest.Centre(t, img); !isolatetest.Near(got, pages[i].want) {
+			t.Errorf("session %d shows %v after the browser died, want its own page's %v", i, got, pages[i].want)
+		}
+	}
+	if n := isolatetest.NewBrowsers(t, beforeKill); n != 1 {
+		t.Errorf("%d browser processes started after the shared one died, want 1: the pool's, for every session", n)
+	}
+	if own.Load() == ownBefore {
+		t.Errorf("the first session's page was not loaded again after the browser died")
+	}
+	if n := pixels.Load(); n != 0 {
+		t.Errorf("the second session's host answered %d image requests of the first session's page, want 0", n)
+	}
+	for _, id := range ids {
+		r := e.request("DELETE", "/executor/sessions/"+id, nil)
+		r.Body.Close()
+	}
+}
+
+// anthropicResult returns the text and the screenshot (nil if none) of an
+// executor call's Anthropic tool_result.
+func anthropicResult(t *testing.T, body []byte) (string, []byte) {
+	t.Helper()
+	var a struct {
+		Result struct {
+			Content []struct {
+				Type   string `json:"type"`
+				Text   string `json:"text"`
+				Source struct {
+					Data string `json:"data"`
+				} `json:"source"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatalf("executor answer %.300s: %v", body, err)
+	}
+	var text []string
+	var img []byte
+	for _, c := range a.Result.Content {
+		switch c.Type {
+		case "text":
+			text = append(text, c.Text)
+		case "image":
+			var err error
+			if img, err = base64.StdEncoding.DecodeString(c.Source.Data); err != nil {
+				t.Fatalf("the result's image: %v", err)
+			}
+		}
+	}
+	return strings.Join(text, "\n"), img
 }
 
 // pixelPage serves a page filled with colour c that shows the images at
