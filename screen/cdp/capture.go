@@ -10,7 +10,6 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -384,7 +383,7 @@ func (d *Display) frameFence(ctx context.Context, deadline time.Time) error {
 // script's function (see timerScript) where the document has it: a page's
 // own requestAnimationFrame may be wrapped, or replaced, by its scripts.
 var frameFenceJS = `(() => {
-	const f = this[` + strconv.Quote(frameProbeName) + `];
+	const f = typeof ` + frameProbeName + ` === "function" ? ` + frameProbeName + ` : null;
 	return typeof f === "function" ? f() : new Promise(r => requestAnimationFrame(() => r(0)));
 })()`
 

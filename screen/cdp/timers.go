@@ -2,9 +2,11 @@ package cdp
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto/page"
@@ -70,6 +72,17 @@ import (
 // its tables in objects without a prototype: a page can neither break its
 // own timers through Spotter's wrappers nor change what they count
 // (TestSettleAnimations' hostile variants).
+//
+// Nor can a page tell that the script is there, and so behave otherwise
+// under Spotter than without it (a bot check, a library that tests for
+// native functions): each wrapper is a Proxy of the function it wraps, so
+// its name, length and properties are the original's, and
+// Function.prototype.toString (itself such a proxy) shows the original's
+// source, "[native code]", for it; no property is added to any function.
+// The probes are constants of the global lexical scope, not properties of
+// the global object, under names chosen at random per process (probeName):
+// no enumeration of the window finds them, no page script can overwrite
+// them, and no fixed name gives Spotter away (TestTimerScriptHidden).
 const (
 	timerBinding  = "__spotterTimers"
 	timerWindow   = 100 // ms
@@ -86,18 +99,33 @@ const (
 	// loopIdleRuns is how many runs in a row of an interval must change
 	// nothing before it no longer counts as an animation.
 	loopIdleRuns = 2
-	// animProbeName is the page's function that returns its count of
-	// script animations.
-	animProbeName = "__spotterAnimations"
-	// frameProbeName is the page's function that returns a promise of the
-	// page's next animation frame (frameFenceJS).
-	frameProbeName = "__spotterFrame"
 )
 
-var timerScript = `(() => {
+var (
+	// animProbeName is the page's function that returns its count of
+	// script animations.
+	animProbeName = probeName()
+	// frameProbeName is the page's function that returns a promise of the
+	// page's next animation frame (frameFenceJS).
+	frameProbeName = probeName()
+)
+
+// probeName returns a name for a probe of the timer script: random, so
+// that a page can neither look for it nor declare it first.
+func probeName() string {
+	return "_" + strings.ToLower(rand.Text())
+}
+
+// timerScript is a classic script whose only global names are the two
+// probes, lexical constants (undefined where the script did not install
+// its wrappers: without the binding, or run twice in one document).
+var timerScript = `const [` + animProbeName + `, ` + frameProbeName + `] = (() => {
+	// Strict, so that a page's callback sees the this the browser gives
+	// it (undefined for an animation frame), and its caller is null.
+	"use strict";
 	const g = globalThis;
 	const report = g[` + strconv.Quote(timerBinding) + `];
-	if (typeof report !== "function" || g.setTimeout.__spotter) return;
+	if (typeof report !== "function") return [];
 	try { delete g[` + strconv.Quote(timerBinding) + `]; } catch (e) {}
 	const window = ` + strconv.Itoa(timerWindow) + `, maxDelay = ` + strconv.Itoa(maxTimerDelay) + `;
 	const loopPeriod = ` + strconv.Itoa(maxLoopPeriod) + `, idleRuns = ` + strconv.Itoa(loopIdleRuns) + `;
@@ -111,12 +139,33 @@ var timerScript = `(() => {
 	const takeRecords = g.MutationObserver && MutationObserver.prototype.takeRecords;
 	const now = () => apply(perfNow, perf, []);
 	const table = () => create(null);
-	// args is an array-like of a, b and the items of rest, for apply.
-	const args = (a, b, rest) => {
+	// disguise returns a Proxy of native whose calls run trap(self, a):
+	// to the page it is native itself (name, length, properties, source),
+	// and the saved toString below shows native's source for it. The
+	// handler has no prototype, so that a page cannot add traps to it.
+	const fnProto = Function.prototype, nativeToString = fnProto.toString, Px = Proxy;
+	const disguised = table();
+	let nDisguised = 0;
+	const disguise = (native, trap) => {
+		const h = table();
+		h.apply = (t, self, a) => trap(self, a);
+		const p = new Px(native, h);
+		disguised[nDisguised++] = p;
+		disguised[nDisguised++] = native;
+		return p;
+	};
+	const nativeOf = f => {
+		for (let i = 0; i < nDisguised; i += 2) if (disguised[i] === f) return disguised[i + 1];
+		return f;
+	};
+	const toStr = disguise(nativeToString, (self, a) => apply(nativeToString, nativeOf(self), a));
+	// withFirst is an array-like of the items of a (not empty), the first
+	// replaced by first, for apply.
+	const withFirst = (first, a) => {
 		const o = table();
-		o[0] = a; o[1] = b;
-		let n = 2;
-		for (let i = 0; i < rest.length; i++) o[n++] = rest[i];
+		const n = a.length;
+		for (let i = 1; i < n; i++) o[i] = a[i];
+		o[0] = first;
 		o.length = n;
 		return o;
 	};
@@ -143,7 +192,7 @@ var timerScript = `(() => {
 	const c2d = globalThis.CanvasRenderingContext2D && CanvasRenderingContext2D.prototype;
 	if (c2d) for (const name of ["clearRect", "fillRect", "strokeRect", "fill", "stroke", "drawImage", "putImageData", "fillText", "strokeText"]) {
 		const orig = c2d[name];
-		if (typeof orig === "function") c2d[name] = function (...a) { drew = true; changes++; return apply(orig, this, a); };
+		if (typeof orig === "function") c2d[name] = disguise(orig, (self, a) => { drew = true; changes++; return apply(orig, self, a); });
 	}
 	// tracked runs fn as a timer's callback and reports whether the run
 	// changed the page; the short timers and frames it scheduled become
@@ -200,14 +249,12 @@ var timerScript = `(() => {
 		} catch (e) { return [-1, 0]; }
 		return [ending, endless];
 	};
-	// Not configurable nor writable: a page cannot put an answer of its
-	// own in its place.
-	Object.defineProperty(g, ` + strconv.Quote(animProbeName) + `, {configurable: false, writable: false,
-		value: () => { const v = view(), c = css(); return [anim, changes + taken(), v[0], v[1], v[2], v[3], c[0], c[1]]; }});
+	// The probes, returned at the end as the script's constants: a page
+	// cannot put answers of its own in their place.
+	const animProbe = () => { const v = view(), c = css(); return [anim, changes + taken(), v[0], v[1], v[2], v[3], c[0], c[1]]; };
 	// The next animation frame, by the browser's own requestAnimationFrame:
 	// not the page's (which may wrap it), and not counted.
-	Object.defineProperty(g, ` + strconv.Quote(frameProbeName) + `, {configurable: false, writable: false,
-		value: () => new Prom(resolve => { apply(nativeFrame, g, [() => resolve(0)]); })});
+	const frameProbe = () => new Prom(resolve => { apply(nativeFrame, g, [() => resolve(0)]); });
 
 	// depth is the chain depth of a callback scheduled now, or -1 if it is
 	// not counted.
@@ -221,8 +268,9 @@ var timerScript = `(() => {
 	// clearTimeout("5") clears timer 5.
 	const wrap = (schedule, cancel, max, short, loop, timeouts) => {
 		const counted = table(), stepOf = table();
-		const add = function (fn, delay, ...rest) {
-			if (typeof fn !== "function") return apply(schedule, g, args(fn, delay, rest));
+		const add = (self, a) => {
+			const fn = a[0], delay = a[1];
+			if (typeof fn !== "function") return apply(schedule, g, a);
 			const d = short(delay) && fn !== running ? depth(max) : -1;
 			const step = steps && loop(delay) ? {anim: false, done: false} : null;
 			let id;
@@ -235,18 +283,19 @@ var timerScript = `(() => {
 				try { return tracked(fn, this, a, c); }
 				finally { running = prev; if (c) { pending--; send(); } }
 			};
-			id = apply(schedule, g, args(run, delay, rest));
+			id = apply(schedule, g, withFirst(run, a));
 			if (d >= 0) { counted[id] = true; pending++; send(); }
 			if (step) { stepOf[id] = step; steps[steps.n++] = step; }
 			return id;
 		};
-		const remove = function (id) {
+		const remove = (self, a) => {
+			const id = a[0];
 			try {
 				if (id in counted) { delete counted[id]; pending--; send(); }
 				stepDone(stepOf[id]); delete stepOf[id];
 				if (timeouts) clearLoop(id); // clearTimeout also clears intervals
 			} catch (e) {} // an id no table can hold: the browser judges it
-			return apply(cancel, g, [id]);
+			return apply(cancel, g, a);
 		};
 		return [add, remove];
 	};
@@ -258,8 +307,9 @@ var timerScript = `(() => {
 		if (l) { delete loops[id]; if (l.counted) anim--; }
 	};
 	const si = setInterval;
-	const interval = function (fn, delay, ...rest) {
-		if (typeof fn !== "function" || num(delay) > loopPeriod) return apply(si, g, args(fn, delay, rest));
+	const interval = (self, a) => {
+		const fn = a[0], delay = a[1];
+		if (typeof fn !== "function" || num(delay) > loopPeriod) return apply(si, g, a);
 		const l = {counted: true, idle: 0};
 		const run = function (...a) {
 			const prev = running;
@@ -271,17 +321,20 @@ var timerScript = `(() => {
 				else if (++l.idle >= idleRuns && l.counted) { l.counted = false; anim--; }
 			}
 		};
-		const id = apply(si, g, args(run, delay, rest));
+		const id = apply(si, g, withFirst(run, a));
 		loops[id] = l; anim++;
 		return id;
 	};
 	const [st, ct] = wrap(setTimeout, clearTimeout, ` + strconv.Itoa(timerDepth) + `, d => !(num(d) > maxDelay), d => !(num(d) > loopPeriod), true);
 	const [raf, caf] = wrap(requestAnimationFrame, cancelAnimationFrame, ` + strconv.Itoa(rafDepth) + `, () => true, () => true, false);
-	st.__spotter = true;
-	for (const [name, f] of [["setTimeout", st], ["clearTimeout", ct], ["requestAnimationFrame", raf], ["cancelAnimationFrame", caf],
+	// clearInterval and clearTimeout clear from one list of timers, so
+	// both run ct (which calls the browser's clearTimeout).
+	for (const [name, trap] of [["setTimeout", st], ["clearTimeout", ct], ["requestAnimationFrame", raf], ["cancelAnimationFrame", caf],
 		["setInterval", interval], ["clearInterval", ct]])
-		Object.defineProperty(g, name, {value: f, writable: true, configurable: true, enumerable: true});
-})()`
+		Object.defineProperty(g, name, {value: disguise(g[name], trap), writable: true, configurable: true, enumerable: true});
+	Object.defineProperty(fnProto, "toString", {value: toStr, writable: true, configurable: true, enumerable: false});
+	return [animProbe, frameProbe];
+})();`
 
 // watchTimers installs timerScript in the active tab: for every new
 // document, and at once for the current one.
@@ -306,9 +359,9 @@ func (d *Display) watchTimers(ctx context.Context) error {
 // off screen does not). Screencast mode waits for them, as its frames of
 // a compositor animation can look like pauses on a loaded machine.
 var animationsJS = `(() => {
-	// The probe, reached through the global object itself (the script's
-	// own this), which no page can shadow as it can the name globalThis.
-	const f = this[` + strconv.Quote(animProbeName) + `];
+	// The probe, a constant of the timer script (undeclared where it did
+	// not run).
+	const f = typeof ` + animProbeName + ` === "function" ? ` + animProbeName + ` : null;
 	let r = null;
 	try { if (typeof f === "function") r = f(); } catch (e) {}
 	const fin = x => typeof x === "number" && x - x === 0;

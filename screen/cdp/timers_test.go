@@ -1,0 +1,125 @@
+package cdp
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/spotter-harness/spotter/screen"
+)
+
+// fingerprintJS is what a page can learn about the functions the timer
+// script wraps, as a bot check or a library that tests for native
+// functions reads them: their source, name, length, own properties and
+// property descriptors, whether clearTimeout is clearInterval, and what
+// constructing one throws.
+const fingerprintJS = `(() => {
+	const fts = Function.prototype.toString, fp = Function.prototype;
+	const c2d = CanvasRenderingContext2D.prototype;
+	const fns = [["window", window, "setTimeout"], ["window", window, "clearTimeout"], ["window", window, "setInterval"],
+		["window", window, "clearInterval"], ["window", window, "requestAnimationFrame"], ["window", window, "cancelAnimationFrame"],
+		["Function.prototype", fp, "toString"]];
+	for (const n of ["clearRect", "fillRect", "strokeRect", "fill", "stroke", "drawImage", "putImageData", "fillText", "strokeText"])
+		fns.push(["CanvasRenderingContext2D.prototype", c2d, n]);
+	const out = {};
+	for (const [where, obj, name] of fns) {
+		const f = obj[name], d = Object.getOwnPropertyDescriptor(obj, name);
+		let constructed = "no error";
+		try { new f(); } catch (e) { constructed = e.constructor.name; }
+		out[where + "." + name] = [fts.call(f), String(f), f.name, f.length, Object.getOwnPropertyNames(f).sort().join(","),
+			typeof f.prototype, d ? [d.writable, d.enumerable, d.configurable].join(",") : "none", constructed];
+	}
+	out.sameClear = String(clearTimeout === clearInterval);
+	out.toStringOfToString = fts.toString();
+	return out;
+})()`
+
+// The timer script cannot be seen from the page: the functions it wraps
+// show the page exactly what the browser's own show (compared with an
+// isolated world of the same page, whose built-ins no script touched),
+// the page has no global that a page without the script lacks, and the
+// wrapped timers behave as the browser's: clearInterval clears a timeout,
+// clearTimeout an interval, and a string handler runs.
+func TestTimerScriptHidden(t *testing.T) {
+	integration(t)
+	d := newDisplay(t, DisplayConfig{})
+	load(t, d, "static.html")
+
+	main := eval[map[string]any](t, d, fingerprintJS)
+	raw, err := d.Eval(t.Context(), fingerprintJS)
+	if err != nil {
+		t.Fatalf("Eval(fingerprint) in an isolated world = %v", err)
+	}
+	var pristine map[string]any
+	if err := json.Unmarshal(raw, &pristine); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(pristine, main); diff != "" {
+		t.Errorf("the page sees the timer script's wrappers (-browser's own +page's):\n%s", diff)
+	}
+	// The timer script's wrappers are installed (the settle depends on
+	// them): the page's setTimeout is not the isolated world's.
+	if typ := eval[string](t, d, "typeof "+animProbeName); typ != "function" {
+		t.Errorf("the timer script's probe is %s, want a function: the script did not run", typ)
+	}
+
+	names := `Object.getOwnPropertyNames(window).sort()`
+	page := eval[[]string](t, d, names)
+	raw, err = d.Eval(t.Context(), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	if err := json.Unmarshal(raw, &own); err != nil {
+		t.Fatal(err)
+	}
+	var extra []string
+	for _, n := range page {
+		if !slices.Contains(own, n) || strings.Contains(strings.ToLower(n), "spotter") {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) > 0 {
+		t.Errorf("the page's window has properties a page without the timer script lacks: %q", extra)
+	}
+
+	cleared := eval[[]int](t, d, `new Promise(done => {
+		const ran = [0, 0, 0];
+		const t = setTimeout(() => ran[0]++, 0);
+		clearInterval(t);
+		const i = setInterval(() => ran[1]++, 1);
+		clearTimeout(i);
+		window.__ran = ran;
+		setTimeout("window.__ran[2]++", 0);
+		setTimeout(() => done(ran), 50);
+	})`)
+	if want := []int{0, 0, 1}; !slices.Equal(cleared, want) {
+		t.Errorf("timeout cleared by clearInterval, interval cleared by clearTimeout, string handler ran: %v, want %v", cleared, want)
+	}
+
+	// What a callback sees of its call: this (the window for a timer,
+	// undefined for a strict animation frame callback) and its caller.
+	// A frame-controlled page draws frames only when a capture runs them.
+	eval[int](t, d, `(() => {
+		const seen = window.__seen = {};
+		setTimeout(function () { "use strict"; seen.timeout = this === window; }, 0);
+		setTimeout(function cb() { seen.caller = cb.caller === null; }, 0);
+		requestAnimationFrame(function () { "use strict"; seen.frame = this === undefined; });
+		return 0;
+	})()`)
+	want := map[string]bool{"timeout": true, "caller": true, "frame": true}
+	var got map[string]bool
+	for range 20 {
+		capture(t, d, screen.CaptureOptions{})
+		if got = eval[map[string]bool](t, d, "window.__seen"); len(got) == len(want) {
+			break
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("what the page's callbacks see: %v, want %v", got, want)
+	}
+}
