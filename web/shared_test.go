@@ -159,8 +159,8 @@ func TestSharedBrowserCrash(t *testing.T) {
 		}
 		// The click did not run, so its result has no image (see
 		// harness/anthropic): the model asks for one.
-		if text, _ := anthropicResult(t, a.body); !strings.Contains(text, "started anew") {
-			t.Errorf("session %d's result says %q, want that the browser was started anew", i, text)
+		if text, _ := anthropicResult(t, a.body); !strings.Contains(text, "The browser died") || !strings.Contains(text, "started anew") {
+			t.Errorf("session %d's result says %q, want that the browser died and was started anew", i, text)
 		}
 		code, body := e.postRaw("/executor/sessions/"+ids[i]+"/call?wait=60s",
 			`{"type":"tool_use","id":"toolu_look","name":"computer","input":{"action":"screenshot"}}`)

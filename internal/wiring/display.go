@@ -420,8 +420,9 @@ func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) 
 		return "", err
 	}
 	what := "browser"
+	_, hostBrowser := d.sb.(*local.Sandbox) // a browser on the host behind the session's proxy
 	switch {
-	case d.sb != nil:
+	case d.sb != nil && !hostBrowser:
 		what = "sandbox"
 	case !d.req.Display.Browser():
 		what = d.req.Display.Backend + " display"
