@@ -20,6 +20,59 @@ import (
 	"github.com/spotter-harness/spotter/web"
 )
 
+// sharedServer is a server whose sessions share one browser
+// (`spotter serve --browsers 1`, Config.Shared), and two pages for them:
+// blue, which asks its own host and red's for an image, and red.
+type sharedServer struct {
+	*env
+	pid         int           // the shared browser's process
+	pages       [2]sharedPage // blue, then red
+	own, pixels *atomic.Int64 // the image requests blue's host answered, and red's
+}
+
+type sharedPage struct {
+	url  string
+	want [3]uint8
+}
+
+func newSharedServer(t *testing.T) *sharedServer {
+	t.Helper()
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("SPOTTER_INTEGRATION=1 runs this on a real Chromium")
+	}
+	before := isolatetest.BrowserChildren(t)
+	pool, err := cdp.LaunchPool(t.Context(), cdp.Config{Logger: isolatetest.Logger()}, 1)
+	if err != nil {
+		t.Fatalf("LaunchPool() = %v", err)
+	}
+	t.Cleanup(func() { pool.Close(context.Background()) })
+	var pids []int
+	for pid := range isolatetest.BrowserChildren(t) {
+		if !before[pid] {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 1 {
+		t.Fatalf("LaunchPool(1) started %d browser processes, want 1", len(pids))
+	}
+	s := &sharedServer{env: &env{t: t, data: t.TempDir()}, pid: pids[0], own: new(atomic.Int64), pixels: new(atomic.Int64)}
+	red := pixelPage(t, isolatetest.Red, s.pixels)
+	blue := pixelPage(t, isolatetest.Blue, s.own, "/pixel", red.URL+"/pixel")
+	s.pages = [2]sharedPage{{blue.URL + "/", isolatetest.Blue}, {red.URL + "/", isolatetest.Red}}
+	s.cfg = web.Config{DataDir: s.data, Token: testToken, Shared: pool}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+// deleteAll deletes the executor sessions ids.
+func (s *sharedServer) deleteAll(ids []string) {
+	for _, id := range ids {
+		r := s.request("DELETE", "/executor/sessions/"+id, nil)
+		r.Body.Close()
+	}
+}
+
 // With shared browsers (`spotter serve --browsers 1`, Config.Shared), the
 // sessions' browsers on the host are browser contexts of one Chromium,
 // each behind its own egress proxy: two sessions open at once each see
@@ -28,31 +81,11 @@ import (
 // for an image, reaches its own only: the second session's host is
 // allowed to the second session alone.
 func TestSharedBrowser(t *testing.T) {
-	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
-		t.Skip("SPOTTER_INTEGRATION=1 runs this on a real Chromium")
-	}
-	pool, err := cdp.LaunchPool(t.Context(), cdp.Config{Logger: isolatetest.Logger()}, 1)
-	if err != nil {
-		t.Fatalf("LaunchPool() = %v", err)
-	}
-	t.Cleanup(func() { pool.Close(context.Background()) })
-
-	var pixels, own atomic.Int64
-	red := pixelPage(t, isolatetest.Red, &pixels)
-	blue := pixelPage(t, isolatetest.Blue, &own, "/pixel", red.URL+"/pixel")
-
-	e := &env{t: t, data: t.TempDir()}
-	e.cfg = web.Config{DataDir: e.data, Token: testToken, Shared: pool}
-	e.start()
-	t.Cleanup(e.stop)
-
+	s := newSharedServer(t)
 	before := isolatetest.BrowserChildren(t)
 	var ids []string
-	for _, p := range []struct {
-		url  string
-		want [3]uint8
-	}{{blue.URL + "/", isolatetest.Blue}, {red.URL + "/", isolatetest.Red}} {
-		id, got := e.execAt(p.url)
+	for _, p := range s.pages {
+		id, got := s.execAt(p.url)
 		if !isolatetest.Near(got, p.want) {
 			t.Errorf("the session on %s shows %v, want %v", p.url, got, p.want)
 		}
@@ -61,17 +94,14 @@ func TestSharedBrowser(t *testing.T) {
 	if n := isolatetest.NewBrowsers(t, before); n != 0 {
 		t.Errorf("%d browser processes started with the sessions, want none: they share the pool's", n)
 	}
-	if own.Load() == 0 {
+	if s.own.Load() == 0 {
 		t.Errorf("the first session's host answered no image request of its page: the page asked for none")
 	}
-	if n := pixels.Load(); n != 0 {
+	if n := s.pixels.Load(); n != 0 {
 		t.Errorf("the second session's host answered %d image requests of the first session's page, want 0: the "+
 			"sessions do not have proxies of their own", n)
 	}
-	for _, id := range ids {
-		r := e.request("DELETE", "/executor/sessions/"+id, nil)
-		r.Body.Close()
-	}
+	s.deleteAll(ids)
 }
 
 // When the shared browser dies (`spotter serve --browsers 1`), every
@@ -80,49 +110,20 @@ func TestSharedBrowser(t *testing.T) {
 // page in a browser the pool launched again, one for all of them, and
 // each session is still behind its own egress proxy there.
 func TestSharedBrowserCrash(t *testing.T) {
-	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
-		t.Skip("SPOTTER_INTEGRATION=1 runs this on a real Chromium")
-	}
-	before := isolatetest.BrowserChildren(t)
-	pool, err := cdp.LaunchPool(t.Context(), cdp.Config{Logger: isolatetest.Logger()}, 1)
-	if err != nil {
-		t.Fatalf("LaunchPool() = %v", err)
-	}
-	t.Cleanup(func() { pool.Close(context.Background()) })
-	var shared []int
-	for pid := range isolatetest.BrowserChildren(t) {
-		if !before[pid] {
-			shared = append(shared, pid)
-		}
-	}
-	if len(shared) != 1 {
-		t.Fatalf("LaunchPool(1) started %d browser processes, want 1", len(shared))
-	}
-
-	var pixels, own atomic.Int64
-	red := pixelPage(t, isolatetest.Red, &pixels)
-	blue := pixelPage(t, isolatetest.Blue, &own, "/pixel", red.URL+"/pixel")
-	e := &env{t: t, data: t.TempDir()}
-	e.cfg = web.Config{DataDir: e.data, Token: testToken, Shared: pool}
-	e.start()
-	t.Cleanup(e.stop)
-	pages := []struct {
-		url  string
-		want [3]uint8
-	}{{blue.URL + "/", isolatetest.Blue}, {red.URL + "/", isolatetest.Red}}
-	ids := make([]string, len(pages))
-	for i, p := range pages {
-		code, a := e.createExec(map[string]any{"provider": "anthropic", "start_url": p.url,
+	s := newSharedServer(t)
+	ids := make([]string, len(s.pages))
+	for i, p := range s.pages {
+		code, a := s.createExec(map[string]any{"provider": "anthropic", "start_url": p.url,
 			"approvals": map[string]any{"supervise": "none"}})
 		if code != http.StatusOK || a.ID == "" {
 			t.Fatalf("POST /executor/sessions on %s = %d %q %s", p.url, code, a.ID, a.Error)
 		}
 		ids[i] = a.ID
 	}
-	ownBefore := own.Load()
+	ownBefore := s.own.Load()
 
 	beforeKill := isolatetest.BrowserChildren(t)
-	if err := syscall.Kill(shared[0], syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(s.pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the shared browser: %v", err)
 	}
 	type answer struct {
@@ -134,8 +135,8 @@ func TestSharedBrowserCrash(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
-			call := fmt.Sprintf(`{"type":"tool_use","id":"toolu_after","name":"computer","input":{"action":"left_click","coordinate":[%d,%d]}}`, 640, 400)
-			req, err := http.NewRequestWithContext(t.Context(), "POST", e.base+"/executor/sessions/"+id+"/call?wait=60s", strings.NewReader(call))
+			call := `{"type":"tool_use","id":"toolu_after","name":"computer","input":{"action":"left_click","coordinate":[640,400]}}`
+			req, err := http.NewRequestWithContext(t.Context(), "POST", s.base+"/executor/sessions/"+id+"/call?wait=60s", strings.NewReader(call))
 			if err != nil {
 				answers[i].err = err
 				return
@@ -162,30 +163,27 @@ func TestSharedBrowserCrash(t *testing.T) {
 		if text, _ := anthropicResult(t, a.body); !strings.Contains(text, "The browser died") || !strings.Contains(text, "started anew") {
 			t.Errorf("session %d's result says %q, want that the browser died and was started anew", i, text)
 		}
-		code, body := e.postRaw("/executor/sessions/"+ids[i]+"/call?wait=60s",
+		code, body := s.postRaw("/executor/sessions/"+ids[i]+"/call?wait=60s",
 			`{"type":"tool_use","id":"toolu_look","name":"computer","input":{"action":"screenshot"}}`)
 		if code != http.StatusOK {
 			t.Fatalf("session %d's screenshot call = %d %.300s", i, code, body)
 		}
 		if _, img := anthropicResult(t, body); img == nil {
 			t.Errorf("session %d's screenshot call after the browser died has no image: %.300s", i, body)
-		} else if got := isolatetest.Centre(t, img); !isolatetest.Near(got, pages[i].want) {
-			t.Errorf("session %d shows %v after the browser died, want its own page's %v", i, got, pages[i].want)
+		} else if got := isolatetest.Centre(t, img); !isolatetest.Near(got, s.pages[i].want) {
+			t.Errorf("session %d shows %v after the browser died, want its own page's %v", i, got, s.pages[i].want)
 		}
 	}
 	if n := isolatetest.NewBrowsers(t, beforeKill); n != 1 {
 		t.Errorf("%d browser processes started after the shared one died, want 1: the pool's, for every session", n)
 	}
-	if own.Load() == ownBefore {
+	if s.own.Load() == ownBefore {
 		t.Errorf("the first session's page was not loaded again after the browser died")
 	}
-	if n := pixels.Load(); n != 0 {
+	if n := s.pixels.Load(); n != 0 {
 		t.Errorf("the second session's host answered %d image requests of the first session's page, want 0", n)
 	}
-	for _, id := range ids {
-		r := e.request("DELETE", "/executor/sessions/"+id, nil)
-		r.Body.Close()
-	}
+	s.deleteAll(ids)
 }
 
 // anthropicResult returns the text and the screenshot (nil if none) of an

@@ -420,9 +420,11 @@ func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) 
 		return "", err
 	}
 	what := "browser"
-	_, hostBrowser := d.sb.(*local.Sandbox) // a browser on the host behind the session's proxy
+	// A local sandbox is only the session's egress proxy, in this process:
+	// what died ran on the host.
+	_, onHost := d.sb.(*local.Sandbox)
 	switch {
-	case d.sb != nil && !hostBrowser:
+	case d.sb != nil && !onHost:
 		what = "sandbox"
 	case !d.req.Display.Browser():
 		what = d.req.Display.Backend + " display"
