@@ -43,7 +43,8 @@ const fingerprintJS = `(() => {
 // isolated world of the same page, whose built-ins no script touched),
 // the page has no global that a page without the script lacks, and the
 // wrapped timers behave as the browser's: clearInterval clears a timeout,
-// clearTimeout an interval, and a string handler runs.
+// clearTimeout an interval, a string handler runs, and a callback gets the
+// this the browser gives it and no caller.
 func TestTimerScriptHidden(t *testing.T) {
 	integration(t)
 	d := newDisplay(t, DisplayConfig{})
@@ -61,8 +62,7 @@ func TestTimerScriptHidden(t *testing.T) {
 	if diff := cmp.Diff(pristine, main); diff != "" {
 		t.Errorf("the page sees the timer script's wrappers (-browser's own +page's):\n%s", diff)
 	}
-	// The timer script's wrappers are installed (the settle depends on
-	// them): the page's setTimeout is not the isolated world's.
+	// The script did run, or the comparison above would prove nothing.
 	if typ := eval[string](t, d, "typeof "+animProbeName); typ != "function" {
 		t.Errorf("the timer script's probe is %s, want a function: the script did not run", typ)
 	}
