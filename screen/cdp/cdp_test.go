@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -129,6 +130,8 @@ func testURL(t testing.TB, path string) string {
 	serverOnce.Do(func() {
 		mux := http.NewServeMux()
 		mux.Handle("/", http.FileServer(http.Dir("testdata")))
+		// Third-party libraries, installed by install-weblibs.sh.
+		mux.Handle("/lib/", http.StripPrefix("/lib/", http.FileServer(http.Dir(webLibsDir()))))
 		mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 			wait := 300 * time.Millisecond
 			if ms, err := strconv.Atoi(r.URL.Query().Get("ms")); err == nil && ms >= 0 && ms <= 5000 {
@@ -153,6 +156,19 @@ func testURL(t testing.TB, path string) string {
 		server = httptest.NewServer(mux)
 	})
 	return server.URL + "/" + path
+}
+
+// webLibsDir is where install-weblibs.sh puts the third-party libraries
+// the tests' pages load.
+func webLibsDir() string {
+	if d := os.Getenv("SPOTTER_WEBLIBS"); d != "" {
+		return d
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "weblibs" // not there: the test that needs it says so
+	}
+	return filepath.Join(d, "spotter", "weblibs")
 }
 
 // do performs a, failing t on an error.

@@ -2,13 +2,18 @@ package cdp
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -121,5 +126,65 @@ func TestTimerScriptHidden(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("what the page's callbacks see: %v, want %v", got, want)
+	}
+}
+
+// TestRealLibraries runs the settle and the timer script against the real
+// libraries they were built for, installed from npm by install-weblibs.sh:
+// jQuery 1.12's slideToggle, whose steps all run on one shared setInterval
+// of 13 ms (the accordion that issue 17 found half-open), alone and under
+// Zone.js 0.15 (Angular's), which wraps every timer function, Promise and
+// Function.prototype.toString over Spotter's own wrappers. Every capture
+// after a click must show the slides' end, as in TestSettleAnimations
+// (same panels, same -anim.runs and -anim.ms); under Zone.js the page's
+// timers still show native source.
+func TestRealLibraries(t *testing.T) {
+	integration(t)
+	for _, lib := range []string{"jquery-1.12.4.min.js", "zone-0.15.1.umd.min.js"} {
+		if _, err := os.Stat(filepath.Join(webLibsDir(), lib)); err != nil {
+			t.Fatalf("%v: run screen/cdp/install-weblibs.sh (make test does)", err)
+		}
+	}
+	var durations []int
+	for _, f := range strings.Split(*animMS, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			t.Fatalf("-anim.ms %q: want positive numbers", *animMS)
+		}
+		durations = append(durations, n)
+	}
+	for _, zone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("zone=%v", zone), func(t *testing.T) {
+			t.Parallel()
+			d := newDisplay(t, DisplayConfig{})
+			for _, ms := range durations {
+				page := fmt.Sprintf("libs.html?ms=%d", ms)
+				if zone {
+					page += "&zone=1"
+				}
+				load(t, d, page)
+				libs := eval[[]string](t, d, `[typeof jQuery === "function" ? jQuery.fn.jquery : "none",
+					typeof Zone === "function" ? "zone" : "none", Function.prototype.toString.call(setTimeout)]`)
+				wantZone := map[bool]string{false: "none", true: "zone"}[zone]
+				if libs[0] != "1.12.4" || libs[1] != wantZone {
+					t.Fatalf("%s: jQuery %s, Zone.js %s; want 1.12.4 and %s", page, libs[0], libs[1], wantZone)
+				}
+				if !strings.Contains(libs[2], "[native code]") {
+					t.Errorf("%s: the page's setTimeout shows %q, want native source", page, libs[2])
+				}
+				open := false
+				for i := range *animRuns {
+					do(t, d, kind(actions.Click, at(200, 200)))
+					open = !open
+					shot := capture(t, d, screen.CaptureOptions{Format: screen.PNG})
+					if s := shot.Frame.Settle; s.TimedOut {
+						t.Errorf("%s, click %d: Settle = %+v, want settled", page, i, s)
+					}
+					if err := animCheck(decode(t, shot), "jquery", open); err != nil {
+						t.Errorf("%s, click %d (settled in %v): %v", page, i, shot.Frame.Settle.Waited, err)
+					}
+				}
+			}
+		})
 	}
 }
