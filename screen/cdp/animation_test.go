@@ -38,6 +38,20 @@ var (
 	animCanvas = 1000.0
 )
 
+// animDurations returns the animation durations -anim.ms names, in ms.
+func animDurations(t *testing.T) []int {
+	t.Helper()
+	var durations []int
+	for _, f := range strings.Split(*animMS, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			t.Fatalf("-anim.ms %q: want positive numbers", *animMS)
+		}
+		durations = append(durations, n)
+	}
+	return durations
+}
+
 // animCheck checks that img, a capture of the whole 1280x800 viewport,
 // shows the panels at the end of their animation: open (the green one
 // open, the blue one closed) or closed. It names every pixel that is not.
@@ -88,14 +102,7 @@ func animCheck(img image.Image, how string, open bool) error {
 // (add SPOTTER_CDP_MODE=screencast for the other mode).
 func TestSettleAnimations(t *testing.T) {
 	integration(t)
-	var durations []int
-	for _, f := range strings.Split(*animMS, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			t.Fatalf("-anim.ms %q: want positive numbers", *animMS)
-		}
-		durations = append(durations, n)
-	}
+	durations := animDurations(t)
 	// The hostile variants run on a page that wraps the timer functions
 	// and refuses its built-ins (Set, Map, Array.prototype.push, the array
 	// iterator, performance.now, Number, String, Reflect.apply, Object.create,

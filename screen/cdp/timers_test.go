@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -145,14 +144,7 @@ func TestRealLibraries(t *testing.T) {
 			t.Fatalf("%v: run screen/cdp/install-weblibs.sh (make test does)", err)
 		}
 	}
-	var durations []int
-	for _, f := range strings.Split(*animMS, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			t.Fatalf("-anim.ms %q: want positive numbers", *animMS)
-		}
-		durations = append(durations, n)
-	}
+	durations := animDurations(t)
 	for _, zone := range []bool{false, true} {
 		t.Run(fmt.Sprintf("zone=%v", zone), func(t *testing.T) {
 			t.Parallel()
