@@ -31,19 +31,29 @@ type execCreated struct {
 // status and the answer.
 func (e *env) postRaw(path, body string) (int, []byte) {
 	e.t.Helper()
+	code, b, err := e.post(path, body)
+	if err != nil {
+		e.t.Fatalf("POST %s: %v", path, err)
+	}
+	return code, b
+}
+
+// post is postRaw returning its error, for goroutines other than the
+// test's.
+func (e *env) post(path, body string) (int, []byte, error) {
 	req, err := http.NewRequestWithContext(e.t.Context(), "POST", e.base+path, strings.NewReader(body))
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatalf("POST %s: %v", path, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }
 
 // createExec creates an executor session from spec and returns the

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -46,12 +45,7 @@ func newSharedServer(t *testing.T) *sharedServer {
 		t.Fatalf("LaunchPool() = %v", err)
 	}
 	t.Cleanup(func() { pool.Close(context.Background()) })
-	var pids []int
-	for pid := range isolatetest.BrowserChildren(t) {
-		if !before[pid] {
-			pids = append(pids, pid)
-		}
-	}
+	pids := isolatetest.NewBrowserPIDs(t, before)
 	if len(pids) != 1 {
 		t.Fatalf("LaunchPool(1) started %d browser processes, want 1", len(pids))
 	}
@@ -135,22 +129,9 @@ func TestSharedBrowserCrash(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
-			call := `{"type":"tool_use","id":"toolu_after","name":"computer","input":{"action":"left_click","coordinate":[640,400]}}`
-			req, err := http.NewRequestWithContext(t.Context(), "POST", s.base+"/executor/sessions/"+id+"/call?wait=60s", strings.NewReader(call))
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			req.Header.Set("Authorization", "Bearer "+testToken)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				answers[i].err = err
-				return
-			}
-			defer resp.Body.Close()
-			answers[i].code = resp.StatusCode
-			answers[i].body, answers[i].err = io.ReadAll(resp.Body)
+			a := &answers[i]
+			a.code, a.body, a.err = s.post("/executor/sessions/"+id+"/call?wait=60s",
+				`{"type":"tool_use","id":"toolu_after","name":"computer","input":{"action":"left_click","coordinate":[640,400]}}`)
 		})
 	}
 	wg.Wait()

@@ -309,11 +309,18 @@ func BrowserChildren(t testing.TB) map[int]bool {
 // that were not in before (BrowserChildren).
 func NewBrowsers(t testing.TB, before map[int]bool) int {
 	t.Helper()
-	n := 0
+	return len(NewBrowserPIDs(t, before))
+}
+
+// NewBrowserPIDs returns the process ids of this process's Chromium
+// children that run now and were not in before (BrowserChildren).
+func NewBrowserPIDs(t testing.TB, before map[int]bool) []int {
+	t.Helper()
+	var pids []int
 	for pid := range BrowserChildren(t) {
 		if !before[pid] {
-			n++
+			pids = append(pids, pid)
 		}
 	}
-	return n
+	return pids
 }

@@ -116,26 +116,7 @@ func TestSettleAnimations(t *testing.T) {
 			d := newDisplay(t, DisplayConfig{})
 			for _, ms := range durations {
 				load(t, d, fmt.Sprintf("animate.html?how=%s&ms=%d", how, ms))
-				var waited []time.Duration
-				half := 0
-				open := false
-				for i := range *animRuns {
-					do(t, d, kind(actions.Click, at(200, 200)))
-					open = !open
-					shot := capture(t, d, screen.CaptureOptions{Format: screen.PNG})
-					s := shot.Frame.Settle
-					waited = append(waited, s.Waited)
-					if s.TimedOut {
-						t.Errorf("%d ms, click %d: Settle = %+v, want settled", ms, i, s)
-					}
-					if err := animCheck(decode(t, shot), how, open); err != nil {
-						half++
-						t.Errorf("%d ms, click %d (settled in %v): %v", ms, i, s.Waited, err)
-					}
-				}
-				slices.Sort(waited)
-				t.Logf("%s %d ms: %d of %d captures half-finished; settle p50 %v, max %v", how, ms, half, *animRuns,
-					waited[len(waited)/2].Round(time.Millisecond), waited[len(waited)-1].Round(time.Millisecond))
+				toggleRuns(t, d, fmt.Sprintf("%s %d ms", how, ms), how)
 				if strings.Contains(how, "hostile") {
 					if v := eval[[]string](t, d, "window.__violations"); len(v) > 0 {
 						t.Errorf("%d ms: Spotter's scripts called what the page refuses them: %q", ms, v)
@@ -144,6 +125,34 @@ func TestSettleAnimations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// toggleRuns clicks the panels' button -anim.runs times on the page d
+// shows, capturing after each click, and fails t for every capture that
+// did not settle or shows the panels mid-way (animCheck with how); label
+// names the page in what it says.
+func toggleRuns(t *testing.T, d *Display, label, how string) {
+	t.Helper()
+	var waited []time.Duration
+	half := 0
+	open := false
+	for i := range *animRuns {
+		do(t, d, kind(actions.Click, at(200, 200)))
+		open = !open
+		shot := capture(t, d, screen.CaptureOptions{Format: screen.PNG})
+		s := shot.Frame.Settle
+		waited = append(waited, s.Waited)
+		if s.TimedOut {
+			t.Errorf("%s, click %d: Settle = %+v, want settled", label, i, s)
+		}
+		if err := animCheck(decode(t, shot), how, open); err != nil {
+			half++
+			t.Errorf("%s, click %d (settled in %v): %v", label, i, s.Waited, err)
+		}
+	}
+	slices.Sort(waited)
+	t.Logf("%s: %d of %d captures half-finished; settle p50 %v, max %v", label, half, *animRuns,
+		waited[len(waited)/2].Round(time.Millisecond), waited[len(waited)-1].Round(time.Millisecond))
 }
 
 // TestSettleEndlessAnimation checks that a page whose script animation

@@ -383,8 +383,7 @@ func (d *Display) frameFence(ctx context.Context, deadline time.Time) error {
 // script's function (see timerScript) where the document has it: a page's
 // own requestAnimationFrame may be wrapped, or replaced, by its scripts.
 var frameFenceJS = `(() => {
-	const f = typeof ` + frameProbeName + ` === "function" ? ` + frameProbeName + ` : null;
-	return typeof f === "function" ? f() : new Promise(r => requestAnimationFrame(() => r(0)));
+	return typeof ` + frameProbeName + ` === "function" ? ` + frameProbeName + `() : new Promise(r => requestAnimationFrame(() => r(0)));
 })()`
 
 const (

@@ -20,11 +20,9 @@ if [ -s "$dir/$jquery" ] && [ -s "$dir/$zone" ]; then
 fi
 
 if ! command -v npm >/dev/null 2>&1; then
-	sudo=""
-	[ "$(id -u)" -eq 0 ] || sudo="sudo"
-	echo "installing: nodejs npm" >&2
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+	# .ci/deps runs screen/playwright/install-driver.sh first, which installs it.
+	echo "install-weblibs.sh needs npm: run .ci/deps (make deps), which installs Node.js and npm" >&2
+	exit 1
 fi
 
 tmp=$(mktemp -d)

@@ -361,9 +361,8 @@ func (d *Display) watchTimers(ctx context.Context) error {
 var animationsJS = `(() => {
 	// The probe, a constant of the timer script (undeclared where it did
 	// not run).
-	const f = typeof ` + animProbeName + ` === "function" ? ` + animProbeName + ` : null;
 	let r = null;
-	try { if (typeof f === "function") r = f(); } catch (e) {}
+	try { if (typeof ` + animProbeName + ` === "function") r = ` + animProbeName + `(); } catch (e) {}
 	const fin = x => typeof x === "number" && x - x === 0;
 	const ok = r !== null && typeof r === "object" && r.length === 8;
 	let css = 0, endless = 0;

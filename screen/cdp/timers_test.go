@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -164,18 +163,7 @@ func TestRealLibraries(t *testing.T) {
 				if !strings.Contains(libs[2], "[native code]") {
 					t.Errorf("%s: the page's setTimeout shows %q, want native source", page, libs[2])
 				}
-				open := false
-				for i := range *animRuns {
-					do(t, d, kind(actions.Click, at(200, 200)))
-					open = !open
-					shot := capture(t, d, screen.CaptureOptions{Format: screen.PNG})
-					if s := shot.Frame.Settle; s.TimedOut {
-						t.Errorf("%s, click %d: Settle = %+v, want settled", page, i, s)
-					}
-					if err := animCheck(decode(t, shot), "jquery", open); err != nil {
-						t.Errorf("%s, click %d (settled in %v): %v", page, i, shot.Frame.Settle.Waited, err)
-					}
-				}
+				toggleRuns(t, d, page, "jquery")
 			}
 		})
 	}
