@@ -10,6 +10,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/isolate/local"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -130,5 +131,55 @@ func TestEgressFor(t *testing.T) {
 	}
 	if p := EgressFor(nil, "about:blank"); len(p.Allow) != 0 {
 		t.Errorf("EgressFor(about:blank) = %v, want nothing", p.Allow)
+	}
+}
+
+// sandboxStub is a sandbox of a backend other than local (containerd's
+// place), for what a restart says.
+type sandboxStub struct{ isolate.Sandbox }
+
+func (sandboxStub) Close(context.Context) error { return nil }
+
+// A display that dies is named for the model by what died: its sandbox
+// when it had one of its own, the browser when it ran on the host, with or
+// without a local sandbox (only the session's egress proxy, in this
+// process).
+func TestRestartNamesWhatDied(t *testing.T) {
+	ctx := t.Context()
+	for _, c := range []struct {
+		name string
+		sb   func(t *testing.T) isolate.Sandbox
+		want string
+	}{
+		{"no sandbox", func(*testing.T) isolate.Sandbox { return nil }, "The browser died"},
+		{"local", func(t *testing.T) isolate.Sandbox {
+			sb, err := local.Start(ctx, isolate.Config{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sb.Close(context.Background()) })
+			return sb
+		}, "The browser died"},
+		{"a sandbox of its own", func(*testing.T) isolate.Sandbox { return sandboxStub{} }, "The sandbox died"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var started []*fakeInner
+			start := func(context.Context, DisplayRequest) (inner, isolate.Sandbox, error) {
+				f := &fakeInner{url: "about:blank"}
+				started = append(started, f)
+				return f, c.sb(t), nil
+			}
+			d, err := openDisplay(ctx, DisplayRequest{StartURL: "http://start.test/", MaxRestarts: 1,
+				Display: DisplaySpec{Backend: "chromium"}, Logger: slog.New(slog.DiscardHandler)}, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close(ctx)
+			started[0].dead = fmt.Errorf("click: the browser exited: %w", screen.ErrGone)
+			err = d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Click, HasAt: true}})
+			if err == nil || !strings.Contains(err.Error(), c.want+" (") {
+				t.Errorf("Perform on a dead display = %v, want %q", err, c.want)
+			}
+		})
 	}
 }
