@@ -18,7 +18,7 @@ const approvalsHelp = "which actions wait for a human: flagged (those the approv
 const rulesHelp = "approval rules: a YAML file in the schema of package approvals (see examples/rules/approvals.yaml), " +
 	"checked at start; default: the built-in rules"
 
-// approvalsFor builds the approvals of `spotter run` from its flags: mode
+// approvalsFor builds the approvals of `spotter run` and `spotter test` from their flags: mode
 // is --approvals ("": the rules file's supervise, flagged by default) and
 // rulesFile is --rules. It returns nil for --approvals none: no approver
 // at all. Its Asker is nil: nobody is asked, flagged actions are refused.
@@ -44,6 +44,24 @@ func approvalsFor(mode, rulesFile string) (*runner.ApprovalConfig, error) {
 	}
 	rules.Supervise = approvals.Supervise(mode)
 	return &runner.ApprovalConfig{Rules: rules}, nil
+}
+
+// askedApprovals is approvalsFor with the person to ask: the terminal
+// when there is one (standard input and stderr), else nobody, and then
+// --approvals all refuses every action with an effect, which it says on
+// stderr. `spotter run` and `spotter test` take their approvals from it.
+func askedApprovals(mode, rulesFile string, stderr io.Writer) (*runner.ApprovalConfig, error) {
+	appr, err := approvalsFor(mode, rulesFile)
+	if err != nil || appr == nil {
+		return appr, err
+	}
+	switch {
+	case interactive(stderr):
+		appr.Asker = runner.NewTerminal(os.Stdin, stderr)
+	case appr.Rules.Supervise == approvals.SuperviseAll:
+		fmt.Fprintln(stderr, "spotter: --approvals all with no terminal to ask: every action with an effect will be refused")
+	}
+	return appr, nil
 }
 
 // interactive reports whether a person can be asked: standard input and

@@ -31,7 +31,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/internal/wiring"
@@ -203,15 +202,9 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return exitError{2, err}
 	}
-	appr, err := approvalsFor(*approvalMode, *rulesFile)
+	appr, err := askedApprovals(*approvalMode, *rulesFile, stderr)
 	if err != nil {
 		return exitError{2, err}
-	}
-	switch tty := interactive(stderr); {
-	case appr != nil && tty:
-		appr.Asker = runner.NewTerminal(os.Stdin, stderr)
-	case appr != nil && appr.Rules.Supervise == approvals.SuperviseAll:
-		fmt.Fprintln(stderr, "spotter: --approvals all with no terminal to ask: every action with an effect will be refused")
 	}
 	if *provider != "" {
 		t.Model.Provider, t.Model.Name = *provider, *modelName

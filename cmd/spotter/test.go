@@ -28,8 +28,12 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	replayRuns := fs.Bool("replay", false, "replay the recordings without a model, comparing every step's screenshot")
 	update := fs.Bool("update-baselines", false, "write region baselines instead of comparing with them")
 	verbose := fs.Bool("v", false, "log the loop's progress to stderr")
+	isolation := fs.String("isolate", "auto", isolateHelp)
+	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
+	approvalMode := fs.String("approvals", "", approvalsHelp)
+	rulesFile := fs.String("rules", "", rulesHelp)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: spotter test DIR|FILE... [--out DIR] [--junit FILE] [--record-replay] [--replay] [--update-baselines]")
+		fmt.Fprintln(stderr, "Usage: spotter test DIR|FILE... [--out DIR] [--junit FILE] [--record-replay] [--replay] [--update-baselines] [--isolate I] [--approvals A] [--rules FILE]")
 		fs.PrintDefaults()
 	}
 	// Flags may come before, between and after the paths.
@@ -55,6 +59,10 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return exitError{2, err}
 	}
+	appr, err := askedApprovals(*approvalMode, *rulesFile, stderr)
+	if err != nil {
+		return exitError{2, err}
+	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("runs", "test-"+time.Now().Format("20060102-150405"))
@@ -64,8 +72,16 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	_, sbx, err := openSandboxes(ctx, *isolation, *memory, log)
+	if err != nil {
+		return exitError{2, err}
+	}
+	if sbx != nil {
+		defer sbx.Close(context.WithoutCancel(ctx))
+	}
 	s, err := qa.Run(ctx, files, qa.Options{Out: dir, Browser: *browser, Logger: log, Getenv: os.Getenv, Progress: stdout,
-		Record: *record, Replay: *replayRuns, UpdateBaselines: *update})
+		Record: *record, Replay: *replayRuns, UpdateBaselines: *update, Sandboxes: sbx, MemoryMiB: *memory,
+		Approvals: appr})
 	if err != nil {
 		return exitError{2, err}
 	}

@@ -46,6 +46,9 @@ type VNCSpec struct {
 	Addr    string `yaml:"addr"`
 	// PasswordEnv names the environment variable holding the password.
 	PasswordEnv string `yaml:"password_env"`
+	// ownSize is set when the file gives no display size: the test takes
+	// the desktop's (desktopSize).
+	ownSize bool
 }
 
 // Check is one condition on the end state of a run. Exactly one of its
@@ -104,6 +107,19 @@ func Load(path string) (Test, error) {
 	return t, nil
 }
 
+// hasKey reports whether mapping node m has key k.
+func hasKey(m *yaml.Node, k string) bool {
+	if m.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == k {
+			return true
+		}
+	}
+	return false
+}
+
 // parse splits a test file into its QA keys and the task, which
 // runner.ParseIn reads (with its defaults and checks).
 func parse(b []byte, dir string) (Test, error) {
@@ -117,6 +133,7 @@ func parse(b []byte, dir string) (Test, error) {
 	m := doc.Content[0]
 	var t Test
 	var rest []*yaml.Node
+	sized := false // the file gives the display's size
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		var err error
@@ -134,6 +151,9 @@ func parse(b []byte, dir string) (Test, error) {
 			err = v.Decode(&t.Threshold)
 		default:
 			rest = append(rest, k, v)
+			if k.Value == "display" {
+				sized = hasKey(v, "width") || hasKey(v, "height")
+			}
 		}
 		if err != nil {
 			return Test{}, fmt.Errorf("%w: %s: %v", ErrTest, k.Value, err)
@@ -149,6 +169,9 @@ func parse(b []byte, dir string) (Test, error) {
 	}
 	if t.VNC != nil && t.VNC.Addr == "" {
 		return Test{}, fmt.Errorf("%w: vnc needs an addr", ErrTest)
+	}
+	if t.VNC != nil {
+		t.VNC.ownSize = !sized
 	}
 	if b := t.Task.Display.Backend; b != wiring.Chromium {
 		// Checks read the page through CDP; a desktop is tested through

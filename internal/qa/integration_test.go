@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/spotter-harness/spotter/harness/cassette"
+	"github.com/spotter-harness/spotter/internal/qa/qatest"
 	"github.com/spotter-harness/spotter/internal/replay"
 )
 
@@ -109,24 +109,9 @@ func TestReplayDetectsChangedPage(t *testing.T) {
 	var changed atomic.Bool
 	ts := httptest.NewServer(changingPage(&changed))
 	t.Cleanup(ts.Close)
-	u, _ := url.Parse(ts.URL)
 	dir := t.TempDir()
-	file := filepath.Join(dir, "order.yaml")
-	task := fmt.Sprintf(`name: order
-task: Place the order.
-start_url: %s/
-display: {width: 800, height: 600}
-policy: {allow: [click], hosts: [%q]}
-model:
-  turns:
-    - actions: [{type: click, x: 200, y: 330}]
-    - say: done
-checks:
-  - text: Order placed
-`, ts.URL, u.Host)
-	if err := os.WriteFile(file, []byte(task), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := qatest.Write(t, dir, qatest.File{Name: "order", Task: "Place the order.", URL: ts.URL + "/", Allow: "click",
+		Actions: "{type: click, x: 200, y: 330}", Checks: []string{"text: Order placed"}})
 
 	rec, err := Run(t.Context(), []string{file}, Options{Out: filepath.Join(dir, "record"), Record: true})
 	if err != nil || !rec.OK() {

@@ -23,15 +23,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/demo"
 	"github.com/spotter-harness/spotter/internal/replay"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/internal/wiring"
+	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/vnc"
@@ -50,6 +51,17 @@ type Options struct {
 	Record          bool // save each passing run as the test's recording
 	Replay          bool // replay recordings instead of running the model
 	UpdateBaselines bool // write region baselines instead of comparing
+
+	// Sandboxes, MemoryMiB and Approvals are as in runner.Options: each
+	// test's display is opened as `spotter run` opens a task's
+	// (runner.Open), in a sandbox of its own whose egress proxy allows
+	// the test's policy hosts and start URL only, and its flagged actions
+	// go to Approvals' asker (or are refused). Nil Sandboxes means a
+	// browser context of the suite's browser with no proxy; nil Approvals,
+	// no approver.
+	Sandboxes *wiring.Sandboxes
+	MemoryMiB uint64
+	Approvals *runner.ApprovalConfig
 }
 
 // Suite is how a suite run went; summary.json holds it.
@@ -79,8 +91,11 @@ type TestResult struct {
 	GIF     string          `json:"gif,omitempty"`    // the animated replay
 	Shots   []TimelineShot  `json:"shots,omitempty"`  // the screenshot timeline
 	Replay  *ReplayResult   `json:"replay,omitempty"`
-	Started time.Time       `json:"started"`
-	Elapsed time.Duration   `json:"elapsed_ns"`
+	// Sandbox is what the test's sandbox did (its egress decisions, its
+	// restarts), for a test that ran in one.
+	Sandbox *runner.SandboxState `json:"sandbox,omitempty"`
+	Started time.Time            `json:"started"`
+	Elapsed time.Duration        `json:"elapsed_ns"`
 }
 
 // ReplayResult says how a replay went, or where a recording was saved.
@@ -99,6 +114,11 @@ func Run(ctx context.Context, files []string, o Options) (Suite, error) {
 	if o.Out == "" {
 		return Suite{}, errors.New("qa: no output directory")
 	}
+	if o.Approvals != nil {
+		if err := o.Approvals.Rules.Validate(); err != nil {
+			return Suite{}, fmt.Errorf("approval rules: %w", err)
+		}
+	}
 	tests := make([]Test, len(files))
 	for i, f := range files {
 		t, err := Load(f)
@@ -113,8 +133,10 @@ func Run(ctx context.Context, files []string, o Options) (Suite, error) {
 	start := time.Now()
 	var s Suite
 	used := map[string]bool{}
-	// One browser serves the whole suite; each test gets a tab in a browser
-	// context of its own, so tests share no cookies or storage.
+	// One browser serves the whole suite (unless a test runs in a
+	// containerd sandbox); each test gets a browser context of its own,
+	// so tests share no cookies or storage, behind its own egress proxy
+	// under local Sandboxes.
 	br := &shared{exe: o.Browser}
 	defer br.close()
 	for _, t := range tests {
@@ -229,23 +251,39 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 		model = rp
 	}
 
-	disp, eval, closeDisp, err := openDisplay(ctx, t, o, br, log)
+	tw, err := trace.Create(dir)
 	if err != nil {
 		return err
 	}
+	closeTrace := sync.OnceValue(tw.Close)
+	defer closeTrace()
+	// Egress decisions, restarts and approvals come from other goroutines
+	// than the loop's; the trace writer is safe for that.
+	note := func(text string) { tw.Write(trace.Event{Type: trace.TypeNote, Text: text}) }
+	sur, err := openDisplay(ctx, t.VNC, task, startURL, o, br, note, log)
+	if err != nil {
+		return errors.Join(err, closeTrace())
+	}
+	// Closed once the checks ran, or when the test could not run.
+	closeDisp := sync.OnceFunc(func() {
+		var err error
+		if r.Sandbox, err = sur.Close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("close display", "err", err)
+		}
+	})
 	defer closeDisp()
+	disp := sur.Display
+	eval, _ := disp.(Evaluator) // nil: a desktop, which has no DOM
 	if rp == nil && task.Model.Provider == "script" {
 		if targets, _ := scriptTargets(task.Model.Turns); targets { // checked when the file was read
 			model = &targeting{model: model, eval: eval, note: func(s string) { o.progress("    %s", s) }}
 		}
 	}
-	if t.VNC == nil {
-		if err := disp.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: startURL}}); err != nil {
-			return fmt.Errorf("open %s: %w", startURL, err)
-		}
-	}
 
-	out, err := runLoop(ctx, dir, task, model, disp, image, o, log)
+	out, err := runLoop(ctx, tw, task, model, sur, image, o, log)
+	if cerr := closeTrace(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return err
 	}
@@ -261,6 +299,7 @@ func execute(ctx context.Context, t Test, dir string, o Options, br *shared, r *
 
 	ck := &checker{test: t, disp: disp, eval: eval, final: out.Text, out: dir, update: o.UpdateBaselines}
 	runChecks(ctx, ck, o, r, fail)
+	closeDisp()
 	if rp != nil {
 		r.Replay = replayResult(rp, o, log)
 	}
@@ -321,17 +360,13 @@ func newReplay(t Test, dir string, model harness.Model) (*replay.Model, screen.S
 	return rp, rec.Image, nil
 }
 
-// runLoop runs the harness loop for task with model on disp, tracing into
-// dir and reporting each event to o's progress. The trace is closed before
-// it returns; an error closing it is returned if the loop had none.
-func runLoop(ctx context.Context, dir string, task runner.Task, model harness.Model, disp harness.Display, image screen.Size, o Options, log *slog.Logger) (harness.Outcome, error) {
-	tw, err := trace.Create(dir)
-	if err != nil {
-		return harness.Outcome{}, err
-	}
-	out, err := harness.Run(ctx, harness.Config{
+// runLoop runs the harness loop for task with model on sur's display and
+// approver, tracing into tw and reporting each event to o's progress.
+func runLoop(ctx context.Context, tw *trace.Writer, task runner.Task, model harness.Model, sur *runner.Surroundings, image screen.Size, o Options, log *slog.Logger) (harness.Outcome, error) {
+	return harness.Run(ctx, harness.Config{
 		Model:     model,
-		Display:   disp,
+		Display:   sur.Display,
+		Approver:  sur.Approver,
 		Task:      task.Task,
 		Policy:    task.Policy,
 		Capture:   screen.CaptureOptions{Size: image, Format: task.Image.Format, Quality: task.Image.Quality},
@@ -341,10 +376,6 @@ func runLoop(ctx context.Context, dir string, task runner.Task, model harness.Mo
 		Logger:    log,
 		OnEvent:   func(e trace.Event) { progressEvent(o, e) },
 	})
-	if cerr := tw.Close(); err == nil {
-		err = cerr
-	}
-	return out, err
 }
 
 // runChecks runs the test's checks on the end state, reports each to o's
@@ -442,53 +473,72 @@ func rel(dir, p string) string {
 	return dir + "/" + p
 }
 
-// openDisplay opens the test's display: a desktop over VNC, or a tab of
-// the suite's browser, which also evaluates the DOM checks. The returned
-// function closes it.
-func openDisplay(ctx context.Context, t Test, o Options, br *shared, log *slog.Logger) (harness.Display, Evaluator, func(), error) {
-	if v := t.VNC; v != nil {
-		var pw string
-		if v.PasswordEnv != "" && o.Getenv != nil {
-			pw = o.Getenv(v.PasswordEnv)
+// openDisplay opens a test's display and approver as `spotter run` opens a
+// task's (runner.Open): the desktop v names, over VNC, or else a chromium
+// display at startURL, as a browser context of the suite's browser unless
+// it runs in a containerd sandbox. task's policy hosts are the demo app's
+// for a demo test.
+func openDisplay(ctx context.Context, v *VNCSpec, task runner.Task, startURL string, o Options, br *shared, note func(string), log *slog.Logger) (*runner.Surroundings, error) {
+	ro := runner.Options{Browser: o.Browser, Getenv: o.Getenv, Sandboxes: o.Sandboxes, MemoryMiB: o.MemoryMiB,
+		Approvals: o.Approvals}
+	if v != nil {
+		task.Display = wiring.DisplaySpec{Backend: wiring.VNC, Width: task.Display.Width, Height: task.Display.Height,
+			Address: v.Addr, PasswordEnv: v.PasswordEnv}
+		if v.Network == "unix" {
+			task.Display.Address = "unix:" + v.Addr
 		}
-		d, err := vnc.Dial(ctx, cmp.Or(v.Network, "tcp"), v.Addr, vnc.Config{Password: pw})
-		if err != nil {
-			return nil, nil, nil, err
+		if v.ownSize {
+			size, err := desktopSize(ctx, v, o.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			task.Display.Width, task.Display.Height = size.W, size.H
 		}
-		return d, nil, func() { d.Close() }, nil
+		startURL = ""
+	} else if o.Sandboxes == nil || o.Sandboxes.Backend() == isolate.Local {
+		var err error
+		if ro.Shared, err = br.get(ctx, log); err != nil {
+			return nil, err
+		}
 	}
-	b, err := br.get(ctx, log)
+	return runner.Open(ctx, task, startURL, task.Policy, ro, note, log)
+}
+
+// desktopSize asks v's server the size of its screen, for a test that
+// gives no display size: it runs at the desktop's own size.
+func desktopSize(ctx context.Context, v *VNCSpec, getenv func(string) string) (screen.Size, error) {
+	var pw string
+	if v.PasswordEnv != "" && getenv != nil {
+		pw = getenv(v.PasswordEnv)
+	}
+	d, err := vnc.Dial(ctx, cmp.Or(v.Network, "tcp"), v.Addr, vnc.Config{Password: pw})
 	if err != nil {
-		return nil, nil, nil, err
+		return screen.Size{}, fmt.Errorf("connect to the VNC server at %s: %w", v.Addr, err)
 	}
-	d, err := b.NewDisplay(ctx, cdp.DisplayConfig{Viewport: screen.Size{W: t.Task.Display.Width, H: t.Task.Display.Height},
-		DPR: t.Task.Display.DPR})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return d, d, func() { d.Close(context.WithoutCancel(ctx)) }, nil
+	defer d.Close()
+	return d.Size(), nil
 }
 
 // shared is the suite's browser, launched at the first test that needs it.
 type shared struct {
-	exe string
-	b   *cdp.Browser
+	exe  string
+	pool *cdp.Pool
 }
 
-func (s *shared) get(ctx context.Context, log *slog.Logger) (*cdp.Browser, error) {
-	if s.b == nil {
-		b, err := cdp.Launch(ctx, cdp.Config{Exec: s.exe, Logger: log})
+func (s *shared) get(ctx context.Context, log *slog.Logger) (*cdp.Pool, error) {
+	if s.pool == nil {
+		p, err := cdp.LaunchPool(ctx, cdp.Config{Exec: s.exe, Logger: log}, 1)
 		if err != nil {
 			return nil, err
 		}
-		s.b = b
+		s.pool = p
 	}
-	return s.b, nil
+	return s.pool, nil
 }
 
 func (s *shared) close() {
-	if s.b != nil {
-		s.b.Close(context.Background())
+	if s.pool != nil {
+		s.pool.Close(context.Background())
 	}
 }
 

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/spotter-harness/spotter/internal/qa/qatest"
 )
 
 // orderPage serves a page whose "Place order" button moves down 39 px when
@@ -43,26 +44,10 @@ func TestTargetSurvivesABanner(t *testing.T) {
 	var banner atomic.Bool
 	ts := httptest.NewServer(orderPage(&banner))
 	t.Cleanup(ts.Close)
-	u, _ := url.Parse(ts.URL)
 	dir := t.TempDir()
 	write := func(name, path, allow, actions string) string {
-		file := filepath.Join(dir, name+".yaml")
-		body := fmt.Sprintf(`name: %s
-task: Place the order.
-start_url: %s%s
-display: {width: 800, height: 600}
-policy: {allow: [%s], hosts: [%q]}
-model:
-  turns:
-    - actions: [%s]
-    - say: done
-checks:
-  - text: Order placed
-`, name, ts.URL, path, allow, u.Host, actions)
-		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return file
+		return qatest.Write(t, dir, qatest.File{Name: name, Task: "Place the order.", URL: ts.URL + path, Allow: allow,
+			Actions: actions, Checks: []string{"text: Order placed"}})
 	}
 	byTarget := write("by-target", "/", "click", `{type: click, target: {role: button, name: Place order}}`)
 	byText := write("by-text", "/", "click", `{type: click, target: place ORDER}`)

@@ -54,7 +54,7 @@ const (
 
 // noAskerReason is what a refused action's error says when nobody can be
 // asked.
-const noAskerReason = "nobody can approve it in this run (spotter run asks on a terminal, and there is none; " +
+const noAskerReason = "nobody can approve it in this run (spotter run and spotter test ask on a terminal, and there is none; " +
 	"--approvals none lets such actions through)"
 
 // runApprover is a run's harness.Approver: an approvals.Gate on a queue of

@@ -21,6 +21,7 @@ import (
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
 )
 
 // Options are the run's surroundings, as opposed to the task itself.
@@ -43,6 +44,12 @@ type Options struct {
 	// MemoryMiB limits the sandbox's memory; zero means the Sandboxes'
 	// default.
 	MemoryMiB uint64
+	// Shared, if not nil, opens a chromium display on the host (no
+	// Sandboxes, or local ones) as a browser context of one of its
+	// browsers, behind the display's own egress proxy when it has one
+	// (wiring.DisplayRequest.Shared): `spotter test` runs a suite's tests
+	// in one browser. Nil means a browser of the display's own.
+	Shared *cdp.Pool
 	// Approvals, if not nil, sends the actions its rules flag to a human
 	// (see ApprovalConfig). Nil means no approver: actions run once the
 	// policy allows them, and provider safety checks are denied.
@@ -144,38 +151,14 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 	// Egress decisions and restarts come from other goroutines than the
 	// loop's; the trace writer is safe for that.
 	note := func(text string) { tw.Write(trace.Event{Type: trace.TypeNote, Text: text}) }
-	req := wiring.DisplayRequest{
-		Display: t.Display, Browser: o.Browser, StartURL: startURL, Getenv: o.Getenv,
-		Sandboxes: o.Sandboxes, OnNote: note, Logger: log,
-	}
-	var mu sync.Mutex
-	var state *SandboxState // counted under mu
-	if o.Sandboxes != nil && t.Display.Sandboxed(o.Sandboxes.Backend()) {
-		req.Sandbox = isolate.Config{Name: t.Name, MemoryMiB: o.MemoryMiB, Logger: log}
-		req.Egress = wiring.EgressFor(policy.Hosts, startURL)
-		state = &SandboxState{Backend: o.Sandboxes.Backend(), Egress: req.Egress}
-		req.OnDecision = func(d egress.Decision) {
-			mu.Lock()
-			if d.Allowed {
-				state.Allowed++
-			} else {
-				state.Refused++
-			}
-			mu.Unlock()
-			note(decisionNote(d))
-		}
-	}
-	// The start URL is the operator's choice, so it is not subject to the
-	// model's policy.
-	disp, err := wiring.OpenDisplay(ctx, req)
+	sur, err := Open(ctx, t, startURL, policy, o, note, log)
 	if err != nil {
 		return res, errors.Join(err, closeTrace())
 	}
-	defer disp.Close(context.WithoutCancel(ctx))
-
 	cfg := harness.Config{
 		Model:     model,
-		Display:   disp,
+		Display:   sur.Display,
+		Approver:  sur.Approver,
 		Task:      t.Task,
 		Policy:    policy,
 		Capture:   screen.CaptureOptions{Size: res.Image, Format: t.Image.Format, Quality: t.Image.Quality},
@@ -184,29 +167,12 @@ func Run(ctx context.Context, t Task, o Options) (Result, error) {
 		ModelName: strings.Trim(t.Model.Provider+"/"+t.Model.Name, "/"),
 		Logger:    log,
 	}
-	var ap *runApprover
-	if o.Approvals != nil {
-		if ap, err = newRunApprover(*o.Approvals, policy.Hosts, disp, note, log); err != nil {
-			return res, errors.Join(fmt.Errorf("approval rules: %w", err), closeTrace())
-		}
-		cfg.Approver = ap
-	}
 	out, err := harness.Run(ctx, cfg)
-	if ap != nil {
-		ap.close() // a question still open (the run timed out) is withdrawn
-	}
-	restarts, first := disp.Restarts(), disp.FirstShot()
-	// Closed here, not only deferred: no egress decision may arrive while
-	// the result is written.
-	if cerr := disp.Close(context.WithoutCancel(ctx)); cerr != nil {
+	// Closed before the result is written: no egress decision may
+	// arrive while it is.
+	var cerr error
+	if res.Sandbox, cerr = sur.Close(context.WithoutCancel(ctx)); cerr != nil {
 		log.Warn("close display", "err", cerr)
-	}
-	if state != nil {
-		mu.Lock()
-		st := *state // a late decision changes state, not the copy written
-		mu.Unlock()
-		st.Restarts, st.FirstShot = restarts, first
-		res.Sandbox = &st
 	}
 	if cerr := closeTrace(); err == nil {
 		err = cerr

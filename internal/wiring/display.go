@@ -3,6 +3,7 @@ package wiring
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -525,41 +526,55 @@ type BrowserDisplay struct{ *OpenedDisplay }
 // inspect its page (tests' fakes).
 var errNoDOM = fmt.Errorf("%w: this display cannot inspect its page", screen.ErrUnsupported)
 
+// onPage runs fn on the current display, which must be a T (a display
+// that can inspect its page); it waits for a Perform or Capture in
+// progress.
+func onPage[T, R any](b *BrowserDisplay, fn func(T) (R, error)) (R, error) {
+	d := b.OpenedDisplay
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var zero R
+	if d.disp == nil {
+		return zero, d.goneErr()
+	}
+	t, ok := d.disp.(T)
+	if !ok {
+		return zero, errNoDOM
+	}
+	return fn(t)
+}
+
 // HitTest returns the element a click at p (CSS px) would reach, as
 // cdp.Display.HitTest does, on the current display; it waits for a Perform
 // or Capture in progress. Approval rules use it.
 func (b *BrowserDisplay) HitTest(ctx context.Context, p actions.Point) (screen.Target, error) {
-	d := b.OpenedDisplay
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	ht, ok := d.disp.(interface {
+	return onPage(b, func(d interface {
 		HitTest(context.Context, actions.Point) (screen.Target, error)
+	}) (screen.Target, error) {
+		return d.HitTest(ctx, p)
 	})
-	switch {
-	case d.disp == nil:
-		return screen.Target{}, d.goneErr()
-	case !ok:
-		return screen.Target{}, errNoDOM
-	}
-	return ht.HitTest(ctx, p)
 }
 
 // Focused returns the element that has the keyboard focus, as
 // cdp.Display.Focused does, on the current display.
 func (b *BrowserDisplay) Focused(ctx context.Context) (screen.Target, error) {
-	d := b.OpenedDisplay
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	f, ok := d.disp.(interface {
+	return onPage(b, func(d interface {
 		Focused(context.Context) (screen.Target, error)
+	}) (screen.Target, error) {
+		return d.Focused(ctx)
 	})
-	switch {
-	case d.disp == nil:
-		return screen.Target{}, d.goneErr()
-	case !ok:
-		return screen.Target{}, errNoDOM
-	}
-	return f.Focused(ctx)
+}
+
+// Eval evaluates a JavaScript expression in an isolated world of the
+// current page and returns its value as JSON, as cdp.Display.Eval does:
+// `spotter test`'s checks read the end state with it. The page's own
+// scripts cannot see or change what it does.
+func (b *BrowserDisplay) Eval(ctx context.Context, expr string) (json.RawMessage, error) {
+	return onPage(b, func(d interface {
+		Eval(context.Context, string) (json.RawMessage, error)
+	}) (json.RawMessage, error) {
+		return d.Eval(ctx, expr)
+	})
 }
 
 // Dialog reports the JavaScript dialog open on the current display, if
@@ -615,7 +630,8 @@ func OpenWeb(hosts []string, startURL string) egress.Policy {
 // be replaced by its address.
 func EgressFor(hosts []string, startURL string) egress.Policy {
 	allow := append([]string(nil), hosts...)
-	if u, err := url.Parse(startURL); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
+	if u, err := url.Parse(startURL); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") &&
+		!slices.Contains(allow, u.Host) {
 		allow = append(allow, u.Host)
 	}
 	return egress.Policy{Allow: allow}

@@ -132,6 +132,10 @@ func TestEgressFor(t *testing.T) {
 	if p := EgressFor(nil, "about:blank"); len(p.Allow) != 0 {
 		t.Errorf("EgressFor(about:blank) = %v, want nothing", p.Allow)
 	}
+	// A demo task's hosts already name the start URL's (DemoHosts): once.
+	if p := EgressFor([]string{"127.0.0.1:8080"}, "http://127.0.0.1:8080/"); strings.Join(p.Allow, ",") != "127.0.0.1:8080" {
+		t.Errorf("EgressFor = %v, want the start URL's host once", p.Allow)
+	}
 }
 
 // sandboxStub is a sandbox of a backend other than local (containerd's

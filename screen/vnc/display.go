@@ -447,6 +447,10 @@ func (d *Display) Close() error {
 	return nil
 }
 
+// Size returns the size of the server's screen (its framebuffer), as the
+// server last said.
+func (d *Display) Size() screen.Size { return d.size() }
+
 // size returns the current framebuffer size.
 func (d *Display) size() screen.Size {
 	d.mu.Lock()

@@ -1,0 +1,85 @@
+// Package qatest writes test files and serves pages for the tests of
+// `spotter test`, in package qa and in the command's own tests.
+package qatest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+)
+
+// Shop serves a shop page on one server that shows a picture from another
+// (off the test's allowlist) and says whether it loaded, and a "Buy now"
+// button, which the built-in approval rules flag as a purchase. It writes
+// into dir a test file, shop.yaml, whose script clicks "Buy now" and whose
+// checks pass only if the picture was refused and nothing was bought, and
+// returns its path and a count of the requests the other server got.
+func Shop(t testing.TB, dir string) (file string, pictures *atomic.Int64) {
+	t.Helper()
+	pictures = new(atomic.Int64)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pictures.Add(1)
+		w.Header().Set("Content-Type", "image/svg+xml")
+		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`)
+	}))
+	t.Cleanup(other.Close)
+	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><html><body style="margin:0;font:20px sans-serif"><h1>Shop</h1>
+<p id="net">picture pending</p>
+<img src="%s/pic.svg" onload="net.textContent='picture loaded'" onerror="net.textContent='picture blocked'">
+<button id="buy" style="position:absolute;left:100px;top:300px;width:200px;height:40px"
+  onclick="out.textContent='Bought'">Buy now</button>
+<p id="out" style="position:absolute;left:100px;top:400px">Not bought</p></body></html>`, other.URL)
+	}))
+	t.Cleanup(shop.Close)
+	file = Write(t, dir, File{Name: "shop", Task: "Buy the item.", URL: shop.URL + "/", Allow: "click",
+		Actions: "{type: click, target: Buy now}", Checks: []string{"text: picture blocked", "text: Not bought"}})
+	return file, pictures
+}
+
+// File is a one-page test file: a model's one turn of actions, then
+// "done", on an 800x600 browser at URL, whose host is the policy's only
+// one.
+type File struct {
+	Name, Task string
+	URL        string // the start URL
+	Allow      string // the policy's allowed kinds, a YAML list's items
+	Actions    string // the turn's actions, a YAML list's items
+	Checks     []string
+}
+
+// Write writes f into dir as NAME.yaml and returns its path.
+func Write(t testing.TB, dir string, f File) string {
+	t.Helper()
+	u, err := url.Parse(f.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := fmt.Sprintf(`name: %s
+task: %s
+start_url: %s
+display: {width: 800, height: 600}
+policy: {allow: [%s], hosts: [%q]}
+model:
+  turns:
+    - actions: [%s]
+    - say: done
+checks:
+`, f.Name, f.Task, f.URL, f.Allow, u.Host, f.Actions)
+	for _, c := range f.Checks {
+		body += "  - " + c + "\n"
+	}
+	file := filepath.Join(dir, f.Name+".yaml")
+	if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// Denied is what a shop test's failure says when its click was refused.
+const Denied = `denied: clicking the button "Buy now" may spend money (rule purchase)`
