@@ -18,7 +18,7 @@ const approvalsHelp = "which actions wait for a human: flagged (those the approv
 const rulesHelp = "approval rules: a YAML file in the schema of package approvals (see examples/rules/approvals.yaml), " +
 	"checked at start; default: the built-in rules"
 
-// approvalsFor builds the approvals of `spotter run` and `spotter test` from their flags: mode
+// approvalsFor builds the approvals of `spotter run`, `test` and `batch` from their flags: mode
 // is --approvals ("": the rules file's supervise, flagged by default) and
 // rulesFile is --rules. It returns nil for --approvals none: no approver
 // at all. Its Asker is nil: nobody is asked, flagged actions are refused.

@@ -45,6 +45,11 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
 	progress := fs.String("progress", "auto", "auto (a bar on a terminal, JSON lines otherwise), bar, or json")
 	verbose := fs.Bool("v", false, "log progress to stderr")
+	approvalMode := fs.String("approvals", "", "which actions the approval rules hold: flagged (those they flag), all (every "+
+		"action with an effect), or none (no approvals; provider safety checks are still refused). A batch asks nobody: a "+
+		"held action is refused with its rule's reason, which the model sees as the call's error (default: the --rules "+
+		"file's supervise, or flagged)")
+	rulesFile := fs.String("rules", "", rulesHelp)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, batchUsage)
 		fs.PrintDefaults()
@@ -74,6 +79,10 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return exitError{2, err}
 	}
+	appr, err := approvalsFor(*approvalMode, *rulesFile) // nobody to ask: held actions are refused
+	if err != nil {
+		return exitError{2, err}
+	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo
@@ -94,7 +103,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	host, _ := os.Hostname()
 	cfg := batch.Config{
 		Out: dir, Parallel: *parallel, Shard: sh, Isolation: batch.Isolation(iso), Sandboxes: sbx,
-		Browser: *browser, Getenv: os.Getenv, Logger: log,
+		Browser: *browser, Getenv: os.Getenv, Logger: log, Approvals: appr,
 		Progress: stdout, Name: name, Hostname: host,
 	}
 	switch *progress {

@@ -91,7 +91,12 @@ type Config struct {
 
 	Browser string              // passed to the runner: Chromium executable
 	Getenv  func(string) string // passed to the runner: provider keys; nil: none
-	Logger  *slog.Logger        // nil: slog.Default(); each job's is narrowed with its id
+	// Approvals is passed to the runner (runner.Options.Approvals): the
+	// rules that decide which of a job's actions need a human. A batch
+	// has nobody to ask, so its Asker should be nil: a flagged action is
+	// refused with its rule's reason. Nil means no approver.
+	Approvals *runner.ApprovalConfig
+	Logger    *slog.Logger // nil: slog.Default(); each job's is narrowed with its id
 
 	// Progress receives one JSON line per job start, skip and finish and
 	// a summary line; with Bar, a progress bar for a terminal instead.
@@ -415,7 +420,7 @@ func (b *batch) run(ctx context.Context, j Job) (JobResult, bool) {
 	start := time.Now()
 	res, err := b.runJob(ctx, j.Task, runner.Options{
 		Out: dir, Browser: b.cfg.Browser, Getenv: b.cfg.Getenv, Logger: b.log.With(logKeyJob, j.ID),
-		Sandboxes: b.cfg.Sandboxes,
+		Sandboxes: b.cfg.Sandboxes, Approvals: b.cfg.Approvals,
 	})
 	elapsed := time.Since(start)
 	var r JobResult

@@ -1,5 +1,6 @@
 // Package qatest writes test files and serves pages for the tests of
-// `spotter test`, in package qa and in the command's own tests.
+// `spotter test` and of the other commands' surroundings (sandboxes,
+// egress allowlists, approvals), in package qa and in cmd/spotter.
 package qatest
 
 import (
@@ -13,13 +14,13 @@ import (
 	"testing"
 )
 
-// Shop serves a shop page on one server that shows a picture from another
-// (off the test's allowlist) and says whether it loaded, and a "Buy now"
-// button, which the built-in approval rules flag as a purchase. It writes
-// into dir a test file, shop.yaml, whose script clicks "Buy now" and whose
-// checks pass only if the picture was refused and nothing was bought, and
-// returns its path and a count of the requests the other server got.
-func Shop(t testing.TB, dir string) (file string, pictures *atomic.Int64) {
+// ShopSite serves a shop page on one server that shows a picture from
+// another (off any allowlist that names only the shop) and says whether
+// it loaded, and a "Buy now" button (at 200,320 on an 800x600 page), which
+// the built-in approval rules flag as a purchase; clicking it shows
+// "Bought" in place of "Not bought". It returns the shop's URL and a count
+// of the requests the other server got.
+func ShopSite(t testing.TB) (shop string, pictures *atomic.Int64) {
 	t.Helper()
 	pictures = new(atomic.Int64)
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -28,7 +29,7 @@ func Shop(t testing.TB, dir string) (file string, pictures *atomic.Int64) {
 		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`)
 	}))
 	t.Cleanup(other.Close)
-	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `<!doctype html><html><body style="margin:0;font:20px sans-serif"><h1>Shop</h1>
 <p id="net">picture pending</p>
 <img src="%s/pic.svg" onload="net.textContent='picture loaded'" onerror="net.textContent='picture blocked'">
@@ -36,8 +37,18 @@ func Shop(t testing.TB, dir string) (file string, pictures *atomic.Int64) {
   onclick="out.textContent='Bought'">Buy now</button>
 <p id="out" style="position:absolute;left:100px;top:400px">Not bought</p></body></html>`, other.URL)
 	}))
-	t.Cleanup(shop.Close)
-	file = Write(t, dir, File{Name: "shop", Task: "Buy the item.", URL: shop.URL + "/", Allow: "click",
+	t.Cleanup(srv.Close)
+	return srv.URL, pictures
+}
+
+// Shop serves ShopSite and writes into dir a test file, shop.yaml, whose
+// script clicks "Buy now" and whose checks pass only if the picture was
+// refused and nothing was bought. It returns the file's path and the
+// count of the other server's requests.
+func Shop(t testing.TB, dir string) (file string, pictures *atomic.Int64) {
+	t.Helper()
+	shop, pictures := ShopSite(t)
+	file = Write(t, dir, File{Name: "shop", Task: "Buy the item.", URL: shop + "/", Allow: "click",
 		Actions: "{type: click, target: Buy now}", Checks: []string{"text: picture blocked", "text: Not bought"}})
 	return file, pictures
 }
