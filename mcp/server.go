@@ -113,6 +113,9 @@ type session struct {
 	disp     Display
 	url      string // the start URL
 	attached Attached
+	// caller is the call in progress, if any: Ask puts its questions to
+	// that call's client. Under Server.mu.
+	caller *caller
 }
 
 // close closes the session's display, then what attached it.

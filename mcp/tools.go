@@ -214,6 +214,7 @@ func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
+	defer s.calling(ctx, se, req.Session)()
 	return s.call(ctx, se, a.FrameID, batch, raw), nil
 }
 
@@ -226,6 +227,7 @@ func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
+	defer s.calling(ctx, se, req.Session)()
 	raw, _ := json.Marshal(map[string]string{"url": a.URL})
 	return s.call(ctx, se, "", []actions.Action{{Kind: actions.Navigate, URL: a.URL}}, raw), nil
 }
@@ -243,8 +245,10 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 		// A URL the client picks is the client's action, through the one
 		// path: the policy decides, approvals apply, the record has it.
 		raw, _ := json.Marshal(map[string]string{"start_url": a.Start})
+		done := s.calling(ctx, se, req.Session)
 		r := se.exec.Do(ctx, harness.Call{ID: s.callID(), Name: ToolOpenSession, Space: screen.Image, Raw: raw,
 			Actions: []actions.Action{{Kind: actions.Navigate, URL: a.Start}}}, harness.Options{Actor: harness.ActorClient})
+		done()
 		if r.Err != nil {
 			cerr := s.closeSession(context.WithoutCancel(ctx), se.id)
 			return errorResult(errors.Join(r.Err, cerr)), nil

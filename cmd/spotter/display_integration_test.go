@@ -746,6 +746,12 @@ func TestServeRestoresADesktopSession(t *testing.T) {
 // test ends, and returns a client session connected to it.
 func startMCP(ctx context.Context, t *testing.T, args ...string) *sdk.ClientSession {
 	t.Helper()
+	return startMCPClient(ctx, t, nil, args...)
+}
+
+// startMCPClient is startMCP with a client of options opts.
+func startMCPClient(ctx context.Context, t *testing.T, opts *sdk.ClientOptions, args ...string) *sdk.ClientSession {
+	t.Helper()
 	pr, pw := io.Pipe()
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -780,7 +786,7 @@ func startMCP(ctx context.Context, t *testing.T, args ...string) *sdk.ClientSess
 	case <-ctx.Done():
 		t.Fatal("spotter mcp did not listen")
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
 	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatalf("connect to %s: %v", endpoint, err)

@@ -17,7 +17,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/internal/demo"
+	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen"
@@ -43,6 +45,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions (a chromium --display), "+
 		"each session a browser context of its own (about 24 MB a session instead of 84); 0: a browser per session")
 	verbose := fs.Bool("v", false, "log to stderr")
+	approvalMode := fs.String("approvals", "", "which actions wait for a human: flagged (those the approval rules flag), "+
+		"all (every action with an effect), or none (no approvals; provider safety checks are still refused). The question "+
+		"goes to the client's user through MCP elicitation; a client that cannot ask has the action refused with its "+
+		"rule's reason (default: the --rules file's supervise, or flagged)")
+	rulesFile := fs.String("rules", "", rulesHelp)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: spotter mcp [--http 127.0.0.1:PORT] [flags]")
 		fs.PrintDefaults()
@@ -66,6 +73,10 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return exitError{2, fmt.Errorf("--browsers %d: want 0 or more", *browsers)}
 	case *browsers > 0 && disp.Backend != "" && disp.Backend != wiring.Chromium:
 		return exitError{2, fmt.Errorf("--browsers shares Chromium processes: it needs --display chromium, not %s", disp.Backend)}
+	}
+	appr, err := approvalsFor(*approvalMode, *rulesFile)
+	if err != nil {
+		return exitError{2, err}
 	}
 	var img screen.Size
 	if *imageSize != "" {
@@ -120,8 +131,15 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return wiring.OpenDisplay(ctx, wiring.DisplayRequest{Display: disp, Browser: *browser, Shared: shared,
 			Getenv: os.Getenv, Logger: log})
 	}
-	srv, err := mcp.New(mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
-		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log})
+	cfg := mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
+		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log}
+	var srv *mcp.Server
+	if appr != nil {
+		cfg.Attach = func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
+			return elicitApprovals(*appr, policy.Hosts, &srv, id, d, log)
+		}
+	}
+	srv, err = mcp.New(cfg)
 	if err != nil {
 		return exitError{2, err}
 	}
@@ -153,6 +171,30 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		err = errors.Join(err, serr)
 	}
 	return err
+}
+
+// elicitApprovals gives MCP session id the approver of `spotter run`
+// (rules, hit-tests of d), whose questions go to the user of the client
+// whose call raised them, through MCP elicitation (mcp.Server.Ask on
+// *srv, set once the server exists).
+func elicitApprovals(cfg runner.ApprovalConfig, hosts []string, srv **mcp.Server, id string, d mcp.Display, log *slog.Logger) (mcp.Attached, error) {
+	cfg.Asker = runner.AskerFunc(func(ctx context.Context, r approvals.Request) (approvals.Verdict, error) {
+		ok, reason, err := (*srv).Ask(ctx, id, strings.TrimSpace(runner.DescribeRequest(r)))
+		if err != nil {
+			return approvals.Verdict{}, err
+		}
+		v := approvals.Verdict{Kind: approvals.Deny, Reason: reason, By: "mcp client"}
+		if ok {
+			v.Kind = approvals.Approve
+		}
+		return v, nil
+	})
+	note := func(text string) { log.Info(text, "session", id) }
+	ap, stop, err := runner.NewApprover(cfg, hosts, d, note, log)
+	if err != nil {
+		return mcp.Attached{}, err
+	}
+	return mcp.Attached{Approver: ap, Close: func(context.Context) error { stop(); return nil }}, nil
 }
 
 // loopback refuses addresses that are not on a loopback interface: the

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spotter-harness/spotter/internal/batch"
+
 	"github.com/spotter-harness/spotter/internal/qa"
 	"github.com/spotter-harness/spotter/internal/qa/qatest"
 	"github.com/spotter-harness/spotter/internal/runner"
@@ -81,12 +83,13 @@ func TestBatchSurroundings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	shop, pictures := qatest.ShopSite(t)
-	u, _ := url.Parse(shop)
+	site := qatest.ShopSite(t)
+	pictures := site.Pictures
+	u, _ := url.Parse(site.URL)
 	file := filepath.Join(dir, "jobs.jsonl")
 	job := fmt.Sprintf(`{"id":"shop","task":"Buy the item.","start_url":%q,"display":{"width":800,"height":600},`+
 		`"policy":{"allow":["click"],"hosts":[%q]},"model":{"provider":"script","turns":[`+
-		`{"actions":[{"type":"click","x":200,"y":320}]},{"say":"done"}]}}`, shop+"/", u.Host)
+		`{"actions":[{"type":"click","x":200,"y":320}]},{"say":"done"}]}}`, site.URL, u.Host)
 	if err := os.WriteFile(file, []byte(job+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -148,5 +151,82 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// `spotter mcp` applies run's approval rules to its sessions, and puts a
+// flagged action to the client's user through MCP elicitation: a form
+// that shows the rule, its reason, the action and the element it reaches.
+// The user's "no" (with a reason) refuses the click, and the model's
+// client gets the reason; their "yes" lets it through; a client that
+// cannot ask (no elicitation) has it refused, saying so. The shop counts
+// the purchases that reached it.
+func TestMCPApprovalsAskTheClient(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	site := qatest.ShopSite(t)
+	connect := func(opts *sdk.ClientOptions, args ...string) *sdk.ClientSession {
+		t.Helper()
+		cs := startMCPClient(ctx, t, opts, args...)
+		// A click refers to the screenshot the client saw.
+		if res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "screenshot"}}); err != nil || res.IsError {
+			t.Fatalf("screenshot = %v, %+v", err, res)
+		}
+		return cs
+	}
+	buy := func(cs *sdk.ClientSession) (bool, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer",
+			Arguments: map[string]any{"kind": "click", "at": map[string]any{"x": 200, "y": 320}}})
+		if err != nil {
+			t.Fatalf("click = %v", err)
+		}
+		var text []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				text = append(text, tc.Text)
+			}
+		}
+		return res.IsError, strings.Join(text, "\n")
+	}
+	args := []string{"--start-url", site.URL, "--viewport", "800x600"}
+	var asked []string
+	answer := map[string]any{"approve": false, "reason": "not on this card"}
+	elicit := &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, r.Params.Message)
+		return &sdk.ElicitResult{Action: "accept", Content: answer}, nil
+	}}
+
+	cs := connect(elicit, args...)
+	failed, text := buy(cs)
+	if !failed || !strings.Contains(text, "not on this card") {
+		t.Errorf("click the user refused: error %v, %q; want it refused with the user's reason", failed, text)
+	}
+	t.Logf("refused: %s\nasked:%s", text, strings.Join(asked, "\n"))
+	if n := site.Purchases.Load(); n != 0 {
+		t.Errorf("%d purchases after the user said no, want 0", n)
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "rule purchase") || !strings.Contains(asked[0], `"Buy now"`) {
+		t.Errorf("questions %q, want one naming the purchase rule and the button", asked)
+	}
+	answer = map[string]any{"approve": true}
+	if failed, text := buy(cs); failed {
+		t.Errorf("click the user approved failed: %s", text)
+	}
+	if n := site.Purchases.Load(); n != 1 {
+		t.Errorf("%d purchases after the user said yes, want 1", n)
+	}
+
+	blind := connect(nil, args...)
+	if failed, text := buy(blind); !failed || !strings.Contains(text, "cannot ask its user") {
+		t.Errorf("click from a client without elicitation: error %v, %q; want it refused, saying the client cannot ask", failed, text)
+	}
+	open := connect(nil, append(args, "--approvals", "none")...)
+	if failed, text := buy(open); failed {
+		t.Errorf("click under --approvals none failed: %s", text)
+	}
+	if n := site.Purchases.Load(); n != 2 {
+		t.Errorf("%d purchases, want 2 (the approved one and --approvals none's)", n)
 	}
 }

@@ -54,7 +54,7 @@ const (
 
 // noAskerReason is what a refused action's error says when nobody can be
 // asked.
-const noAskerReason = "nobody can approve it in this run (spotter run and spotter test ask on a terminal, and there is none; " +
+const noAskerReason = "nobody can approve it here (spotter run and spotter test ask on a terminal, and there is none; " +
 	"--approvals none lets such actions through)"
 
 // runApprover is a run's harness.Approver: an approvals.Gate on a queue of
@@ -178,6 +178,22 @@ func (a *runApprover) Approve(ctx context.Context, r harness.ApprovalRequest) (h
 		return d, fmt.Errorf("%w: %s (rule %s); %s", harness.ErrDenied, got.Reason, got.Rule, got.Verdict.Reason)
 	}
 	return d, err
+}
+
+// NewApprover returns the approver Run gives its loop, for a display d
+// that an entry point opened itself (spotter mcp's sessions): an
+// approvals.Gate on cfg's rules that hit-tests d when it can, whose
+// questions go to cfg.Asker (or are refused with their rule's reason when
+// it is nil), and where the policy allows hosts. note receives each
+// question and decision, from other goroutines. The func it also returns
+// withdraws a question still open; the caller must call it once the
+// display's calls are over.
+func NewApprover(cfg ApprovalConfig, hosts []string, d any, note func(string), log *slog.Logger) (harness.Approver, func(), error) {
+	a, err := newRunApprover(cfg, hosts, d, note, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, a.close, nil
 }
 
 // close stops every Ask in progress and waits for them.

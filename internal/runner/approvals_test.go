@@ -128,7 +128,7 @@ func TestRunApprover(t *testing.T) {
 		wantNotes []string // in the trace's notes
 	}{
 		{"no terminal refuses the link", nil, "", click,
-			[]string{"clicking the link \"Partner offer\" leads to other.test:8081, outside the allowed hosts (rule outside)", "nobody can approve it in this run"},
+			[]string{"clicking the link \"Partner offer\" leads to other.test:8081, outside the allowed hosts (rule outside)", "nobody can approve it here"},
 			[]string{"approval needed (rule outside)", "denied by spotter run"}},
 		{"no terminal refuses the password", nil, "", typing, []string{"a password field (rule password)"}, nil},
 		{"a human approves", approve, "", click, nil, []string{"approval (rule outside) approved by terminal"}},

@@ -71,7 +71,7 @@ func (t *Terminal) Ask(ctx context.Context, r approvals.Request) (approvals.Verd
 			drained = true
 		}
 	}
-	io.WriteString(t.out, describeRequest(r))
+	io.WriteString(t.out, DescribeRequest(r))
 	for {
 		io.WriteString(t.out, "Approve? y(es) or n(o), then an optional reason: ")
 		select {
@@ -134,11 +134,12 @@ func parseAnswer(line string) (approvals.Verdict, bool) {
 	return approvals.Verdict{}, false
 }
 
-// describeRequest is what a person at a terminal reads about r. Every
-// text that comes from the page or the model is cleaned of control
-// characters, so that a page cannot write escape sequences to the
-// terminal.
-func describeRequest(r approvals.Request) string {
+// DescribeRequest is what a person asked about r reads (at a terminal, or
+// in an MCP client): the rule and its reason, the action, the element it
+// reaches, the page, the model's words. Every text that comes from the
+// page or the model is cleaned of control characters, so that a page
+// cannot write escape sequences to a terminal.
+func DescribeRequest(r approvals.Request) string {
 	var b strings.Builder
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(&b, "  %-8s %s\n", label+":", fmt.Sprintf(format, args...))

@@ -14,31 +14,42 @@ import (
 	"testing"
 )
 
-// ShopSite serves a shop page on one server that shows a picture from
-// another (off any allowlist that names only the shop) and says whether
-// it loaded, and a "Buy now" button (at 200,320 on an 800x600 page), which
-// the built-in approval rules flag as a purchase; clicking it shows
-// "Bought" in place of "Not bought". It returns the shop's URL and a count
-// of the requests the other server got.
-func ShopSite(t testing.TB) (shop string, pictures *atomic.Int64) {
+// A Site is a shop page on one server that shows a picture from another
+// (off any allowlist that names only the shop) and says whether it
+// loaded, and a "Buy now" button (at 200,320 on an 800x600 page), which
+// the built-in approval rules flag as a purchase: clicking it shows
+// "Bought" in place of "Not bought" and posts to the shop.
+type Site struct {
+	URL       string        // the shop's page
+	Pictures  *atomic.Int64 // requests the other server got
+	Purchases *atomic.Int64 // purchases the shop got
+}
+
+// ShopSite serves a Site until t ends.
+func ShopSite(t testing.TB) Site {
 	t.Helper()
-	pictures = new(atomic.Int64)
+	site := Site{Pictures: new(atomic.Int64), Purchases: new(atomic.Int64)}
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		pictures.Add(1)
+		site.Pictures.Add(1)
 		w.Header().Set("Content-Type", "image/svg+xml")
 		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`)
 	}))
 	t.Cleanup(other.Close)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/buy" {
+			site.Purchases.Add(1)
+			return
+		}
 		fmt.Fprintf(w, `<!doctype html><html><body style="margin:0;font:20px sans-serif"><h1>Shop</h1>
 <p id="net">picture pending</p>
 <img src="%s/pic.svg" onload="net.textContent='picture loaded'" onerror="net.textContent='picture blocked'">
 <button id="buy" style="position:absolute;left:100px;top:300px;width:200px;height:40px"
-  onclick="out.textContent='Bought'">Buy now</button>
+  onclick="out.textContent='Bought'; fetch('/buy', {method: 'POST'})">Buy now</button>
 <p id="out" style="position:absolute;left:100px;top:400px">Not bought</p></body></html>`, other.URL)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL, pictures
+	site.URL = srv.URL + "/"
+	return site
 }
 
 // Shop serves ShopSite and writes into dir a test file, shop.yaml, whose
@@ -47,10 +58,10 @@ func ShopSite(t testing.TB) (shop string, pictures *atomic.Int64) {
 // count of the other server's requests.
 func Shop(t testing.TB, dir string) (file string, pictures *atomic.Int64) {
 	t.Helper()
-	shop, pictures := ShopSite(t)
-	file = Write(t, dir, File{Name: "shop", Task: "Buy the item.", URL: shop + "/", Allow: "click",
+	site := ShopSite(t)
+	file = Write(t, dir, File{Name: "shop", Task: "Buy the item.", URL: site.URL, Allow: "click",
 		Actions: "{type: click, target: Buy now}", Checks: []string{"text: picture blocked", "text: Not bought"}})
-	return file, pictures
+	return file, site.Pictures
 }
 
 // File is a one-page test file: a model's one turn of actions, then
