@@ -70,8 +70,14 @@ func newFixture(t *testing.T, approver harness.Approver) *fixture {
 // connect returns a client session over the named transport.
 func (f *fixture) connect(t *testing.T, transport string) *sdk.ClientSession {
 	t.Helper()
+	return f.connectWith(t, transport, nil)
+}
+
+// connectWith is connect with a client of options opts.
+func (f *fixture) connectWith(t *testing.T, transport string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
 	ctx := t.Context()
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
 	var ct sdk.Transport
 	switch transport {
 	case "memory":
@@ -358,5 +364,71 @@ func TestOpenSessionStartURLGoesThroughThePolicy(t *testing.T) {
 	f.mu.Unlock()
 	if len(last) != 1 || last[0].Kind != actions.Navigate || last[0].URL != "https://example.test/a" {
 		t.Errorf("the new session performed %+v, want the navigation to its start URL", last)
+	}
+}
+
+// Ask puts an approver's question to the user of the client whose call
+// raised it, during the call, over either transport: the answer (approve
+// or not, with a reason) decides; a declined form refuses; a client
+// without elicitation, or a call that is not in progress, cannot be asked.
+func TestAskElicits(t *testing.T) {
+	for _, transport := range []string{"memory", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			var f *fixture
+			var askErr error
+			approver := harness.ApproverFunc(func(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
+				if r.Action.Kind != actions.Click {
+					return harness.Decision{}, nil
+				}
+				ok, reason, err := f.srv.Ask(ctx, r.CallID, "click the buy button?")
+				askErr = err
+				switch {
+				case err != nil:
+					return harness.Decision{}, fmt.Errorf("%w: %v", harness.ErrDenied, err)
+				case !ok:
+					return harness.Decision{}, fmt.Errorf("%w: the user said no: %s", harness.ErrDenied, reason)
+				}
+				return harness.Decision{}, nil
+			})
+			f = newFixture(t, approver)
+			var questions []string
+			answer := &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": false, "reason": "too dear"}}
+			cs := f.connectWith(t, transport, &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+				questions = append(questions, r.Params.Message)
+				return answer, nil
+			}})
+			click := func(cs *sdk.ClientSession) string {
+				call(t, cs, ToolComputer, map[string]any{"kind": "screenshot"})
+				_, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"x": 10, "y": 10}})
+				return errText
+			}
+			if got := click(cs); !strings.Contains(got, "the user said no: too dear") {
+				t.Errorf("refused click: error %q, want the user's reason", got)
+			}
+			answer = &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
+			if got := click(cs); got != "" {
+				t.Errorf("approved click: error %q", got)
+			}
+			answer = &sdk.ElicitResult{Action: "decline"}
+			if got := click(cs); !strings.Contains(got, "the user chose decline") {
+				t.Errorf("declined click: error %q, want it refused", got)
+			}
+			if len(questions) != 3 || questions[0] != "click the buy button?" {
+				t.Errorf("questions %q, want the approver's, three times", questions)
+			}
+			if got := click(f.connect(t, transport)); !strings.Contains(got, "cannot ask its user: it does not support elicitation") ||
+				!errors.Is(askErr, ErrCannotAsk) {
+				t.Errorf("click from a client without elicitation: error %q (%v), want ErrCannotAsk", got, askErr)
+			}
+			if _, _, err := f.srv.Ask(t.Context(), "c-none", "?"); !errors.Is(err, ErrCannotAsk) {
+				t.Errorf("Ask(a call not in progress) = %v, want ErrCannotAsk", err)
+			}
+			// A retry's state must be one this client was given.
+			res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: ToolComputer, RequestState: "forged",
+				Arguments: map[string]any{"kind": "click", "at": map[string]any{"x": 10, "y": 10}}})
+			if err != nil || !res.IsError {
+				t.Errorf("retry with a forged state = %+v, %v; want an error result", res, err)
+			}
+		})
 	}
 }

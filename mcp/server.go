@@ -102,6 +102,9 @@ type Server struct {
 	seq      int
 	sessions map[string]*session
 	defaults map[*sdk.ServerSession]string // connection -> its default session
+	parked   map[string]*parked            // calls in progress, by id (ask.go)
+	ctx      context.Context               // ends when Close begins: parked calls end with it
+	cancel   context.CancelFunc
 	closed   bool
 	wg       sync.WaitGroup // goroutines that close default sessions when a connection ends
 	stop     chan struct{}  // closed by Close: those goroutines return
@@ -113,9 +116,6 @@ type session struct {
 	disp     Display
 	url      string // the start URL
 	attached Attached
-	// caller is the call in progress, if any: Ask puts its questions to
-	// that call's client. Under Server.mu.
-	caller *caller
 }
 
 // close closes the session's display, then what attached it.
@@ -145,7 +145,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Version = "dev"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{},
-		defaults: map[*sdk.ServerSession]string{}, stop: make(chan struct{})}
+		defaults: map[*sdk.ServerSession]string{}, parked: map[string]*parked{}, stop: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -184,6 +185,7 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	close(s.stop)
+	s.cancel()
 	all := make([]*session, 0, len(s.sessions))
 	for _, se := range s.sessions {
 		all = append(all, se)

@@ -190,6 +190,9 @@ func decodeAction(raw json.RawMessage, top bool) (actions.Action, error) {
 }
 
 func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	if req.Params.RequestState != "" {
+		return s.resume(ctx, req), nil // the client's answer to a question of its call
+	}
 	a, raw, err := args(req)
 	if err != nil {
 		return errorResult(err), nil
@@ -214,11 +217,13 @@ func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	defer s.calling(ctx, se, req.Session)()
-	return s.call(ctx, se, a.FrameID, batch, raw), nil
+	return s.call(ctx, req.Session, se, a.FrameID, batch, raw), nil
 }
 
 func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	if req.Params.RequestState != "" {
+		return s.resume(ctx, req), nil
+	}
 	a, _, err := args(req)
 	if err != nil {
 		return errorResult(err), nil
@@ -227,12 +232,14 @@ func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	defer s.calling(ctx, se, req.Session)()
 	raw, _ := json.Marshal(map[string]string{"url": a.URL})
-	return s.call(ctx, se, "", []actions.Action{{Kind: actions.Navigate, URL: a.URL}}, raw), nil
+	return s.call(ctx, req.Session, se, "", []actions.Action{{Kind: actions.Navigate, URL: a.URL}}, raw), nil
 }
 
 func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	if req.Params.RequestState != "" {
+		return s.resume(ctx, req), nil
+	}
 	a, _, err := args(req)
 	if err != nil {
 		return errorResult(err), nil
@@ -241,27 +248,29 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if err != nil {
 		return errorResult(err), nil
 	}
-	if a.Start != "" {
-		// A URL the client picks is the client's action, through the one
-		// path: the policy decides, approvals apply, the record has it.
-		raw, _ := json.Marshal(map[string]string{"start_url": a.Start})
-		done := s.calling(ctx, se, req.Session)
-		r := se.exec.Do(ctx, harness.Call{ID: s.callID(), Name: ToolOpenSession, Space: screen.Image, Raw: raw,
-			Actions: []actions.Action{{Kind: actions.Navigate, URL: a.Start}}}, harness.Options{Actor: harness.ActorClient})
-		done()
-		if r.Err != nil {
-			cerr := s.closeSession(context.WithoutCancel(ctx), se.id)
-			return errorResult(errors.Join(r.Err, cerr)), nil
+	id := s.callID()
+	return s.park(ctx, id, req.Session, func(ctx context.Context) *sdk.CallToolResult {
+		if a.Start != "" {
+			// A URL the client picks is the client's action, through the
+			// one path: the policy decides, approvals apply, the record
+			// has it.
+			raw, _ := json.Marshal(map[string]string{"start_url": a.Start})
+			r := se.exec.Do(ctx, harness.Call{ID: id, Name: ToolOpenSession, Space: screen.Image, Raw: raw,
+				Actions: []actions.Action{{Kind: actions.Navigate, URL: a.Start}}}, harness.Options{Actor: harness.ActorClient})
+			if r.Err != nil {
+				cerr := s.closeSession(context.WithoutCancel(ctx), se.id)
+				return errorResult(errors.Join(r.Err, cerr))
+			}
+			s.mu.Lock()
+			se.url = a.Start
+			s.mu.Unlock()
 		}
-		s.mu.Lock()
-		se.url = a.Start
-		s.mu.Unlock()
-	}
-	shot, err := se.screenshot(ctx)
-	if err != nil {
-		return errorResult(fmt.Errorf("session %s opened, but the screenshot failed: %w", se.id, err)), nil
-	}
-	return shotResult(se.id, harness.Result{Shot: &shot}), nil
+		shot, err := se.screenshot(ctx)
+		if err != nil {
+			return errorResult(fmt.Errorf("session %s opened, but the screenshot failed: %w", se.id, err))
+		}
+		return shotResult(se.id, harness.Result{Shot: &shot})
+	}), nil
 }
 
 func (s *Server) closeSessionTool(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -282,20 +291,23 @@ func (s *Server) listSessions(ctx context.Context, req *sdk.CallToolRequest) (*s
 	return textResult(map[string]any{"sessions": s.list()}), nil
 }
 
-// call runs a batch in the session, through the one per-action path, and
-// turns the result into tool content. raw is the call as the client sent
-// it, for the record.
-func (s *Server) call(ctx context.Context, se *session, frameID string, batch []actions.Action, raw json.RawMessage) *sdk.CallToolResult {
-	id := s.callID()
+// call runs a batch of conn's in the session, through the one per-action
+// path, and turns the result into tool content (or the first question
+// its approver asks the client: see park). raw is the call as the client
+// sent it, for the record.
+func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session, frameID string, batch []actions.Action, raw json.RawMessage) *sdk.CallToolResult {
 	for i := range batch {
 		batch[i].Secret = false // the executor decides
 	}
-	r := se.exec.Do(ctx, harness.Call{ID: id, Name: ToolComputer, Actions: batch, Space: screen.Image, FrameID: frameID,
-		Raw: raw}, harness.Options{Actor: harness.ActorClient})
-	if r.Err != nil {
-		s.log.InfoContext(ctx, "call failed", "session", se.id, "call", id, "err", r.Err)
-	}
-	return shotResult(se.id, r)
+	id := s.callID()
+	return s.park(ctx, id, conn, func(ctx context.Context) *sdk.CallToolResult {
+		r := se.exec.Do(ctx, harness.Call{ID: id, Name: ToolComputer, Actions: batch, Space: screen.Image, FrameID: frameID,
+			Raw: raw}, harness.Options{Actor: harness.ActorClient})
+		if r.Err != nil {
+			s.log.InfoContext(ctx, "call failed", "session", se.id, "call", id, "err", r.Err)
+		}
+		return shotResult(se.id, r)
+	})
 }
 
 // callID names a new call of this server.

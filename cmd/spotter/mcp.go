@@ -175,11 +175,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // elicitApprovals gives MCP session id the approver of `spotter run`
 // (rules, hit-tests of d), whose questions go to the user of the client
-// whose call raised them, through MCP elicitation (mcp.Server.Ask on
-// *srv, set once the server exists).
+// whose call raised them, during that call, through MCP elicitation
+// (mcp.Server.Ask on *srv, set once the server exists).
 func elicitApprovals(cfg runner.ApprovalConfig, hosts []string, srv **mcp.Server, id string, d mcp.Display, log *slog.Logger) (mcp.Attached, error) {
 	cfg.Asker = runner.AskerFunc(func(ctx context.Context, r approvals.Request) (approvals.Verdict, error) {
-		ok, reason, err := (*srv).Ask(ctx, id, strings.TrimSpace(runner.DescribeRequest(r)))
+		ok, reason, err := (*srv).Ask(ctx, r.CallID, strings.TrimSpace(runner.DescribeRequest(r)))
 		if err != nil {
 			return approvals.Verdict{}, err
 		}
