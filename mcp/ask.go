@@ -43,6 +43,7 @@ var approvalSchema = map[string]any{
 // A parked call is a tool call in progress, which may wait for its
 // client's answer between two of the client's requests.
 type parked struct {
+	session   string // the session it runs in
 	conn      *sdk.ServerSession
 	token     string                   // the request state that resumes it
 	questions chan question            // from Ask
@@ -63,14 +64,15 @@ type answer struct {
 	reason  string
 }
 
-// park runs a call of conn as a parked call: run does the call's work on
-// a context that outlives the client's request (until the call ends, the
-// request is cancelled while nothing is asked, or the server closes) and
+// park runs a call of conn in session as a parked call: run does the
+// call's work on a context that outlives the client's request (until the
+// call ends, the request is cancelled while nothing is asked, the session
+// closes or the server does) and
 // returns the call's tool result. The result of park answers the request:
 // the call's result, or its first question.
-func (s *Server) park(ctx context.Context, id string, conn *sdk.ServerSession, run func(ctx context.Context) *sdk.CallToolResult) *sdk.CallToolResult {
+func (s *Server) park(ctx context.Context, id, session string, conn *sdk.ServerSession, run func(ctx context.Context) *sdk.CallToolResult) *sdk.CallToolResult {
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	p := &parked{conn: conn, token: rand.Text(), questions: make(chan question), done: make(chan *sdk.CallToolResult, 1),
+	p := &parked{session: session, conn: conn, token: rand.Text(), questions: make(chan question), done: make(chan *sdk.CallToolResult, 1),
 		ctx: cctx, cancel: cancel}
 	s.mu.Lock()
 	if s.closed {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -430,5 +431,57 @@ func TestAskElicits(t *testing.T) {
 				t.Errorf("retry with a forged state = %+v, %v; want an error result", res, err)
 			}
 		})
+	}
+}
+
+// A question still open when its session closes is withdrawn: the parked
+// call ends at once (not at the rules' timeout), the action never runs,
+// and the client's late answer finds nothing to resume.
+func TestQuestionWithdrawnWhenSessionCloses(t *testing.T) {
+	var f *fixture
+	asked := make(chan error, 1)
+	approver := harness.ApproverFunc(func(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
+		if r.Action.Kind != actions.Click {
+			return harness.Decision{}, nil
+		}
+		ok, _, err := f.srv.Ask(ctx, r.CallID, "click?")
+		asked <- err
+		if err != nil || !ok {
+			return harness.Decision{}, fmt.Errorf("%w: %v", harness.ErrDenied, err)
+		}
+		return harness.Decision{}, nil
+	})
+	f = newFixture(t, approver)
+	closed := make(chan struct{})
+	var other *sdk.ClientSession
+	cs := f.connectWith(t, "memory", &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		// While the user thinks, the session is closed from elsewhere.
+		call(t, other, ToolCloseSession, map[string]any{"session": "s1"})
+		close(closed)
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}})
+	other = f.connect(t, "memory")
+	opened, _, _ := call(t, cs, ToolOpenSession, map[string]any{})
+	if opened.Session != "s1" {
+		t.Fatalf("opened session %q, want s1", opened.Session)
+	}
+	call(t, cs, ToolComputer, map[string]any{"kind": "screenshot", "session": "s1"})
+	_, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "session": "s1", "at": map[string]any{"x": 10, "y": 10}})
+	<-closed
+	if errText == "" {
+		t.Errorf("the click's retry after its session closed succeeded, want an error")
+	}
+	select {
+	case err := <-asked:
+		if !errors.Is(err, ErrCannotAsk) {
+			t.Errorf("Ask after its session closed = %v, want ErrCannotAsk (the call ended)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the question was not withdrawn when its session closed")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := f.displays[0].Performed(); len(got) != 0 {
+		t.Errorf("performed %+v after the session closed, want nothing", got)
 	}
 }

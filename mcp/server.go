@@ -286,6 +286,11 @@ func (s *Server) closeSession(ctx context.Context, id string) error {
 				delete(s.defaults, c)
 			}
 		}
+		for _, p := range s.parked {
+			if p.session == id {
+				p.cancel(fmt.Errorf("session %s closed", id)) // a question it waits on is withdrawn
+			}
+		}
 	}
 	s.mu.Unlock()
 	if !ok || se == nil {

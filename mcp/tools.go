@@ -249,7 +249,7 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 		return errorResult(err), nil
 	}
 	id := s.callID()
-	return s.park(ctx, id, req.Session, func(ctx context.Context) *sdk.CallToolResult {
+	return s.park(ctx, id, se.id, req.Session, func(ctx context.Context) *sdk.CallToolResult {
 		if a.Start != "" {
 			// A URL the client picks is the client's action, through the
 			// one path: the policy decides, approvals apply, the record
@@ -300,7 +300,7 @@ func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session,
 		batch[i].Secret = false // the executor decides
 	}
 	id := s.callID()
-	return s.park(ctx, id, conn, func(ctx context.Context) *sdk.CallToolResult {
+	return s.park(ctx, id, se.id, conn, func(ctx context.Context) *sdk.CallToolResult {
 		r := se.exec.Do(ctx, harness.Call{ID: id, Name: ToolComputer, Actions: batch, Space: screen.Image, FrameID: frameID,
 			Raw: raw}, harness.Options{Actor: harness.ActorClient})
 		if r.Err != nil {
