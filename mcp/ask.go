@@ -67,9 +67,9 @@ type answer struct {
 // park runs a call of conn in session as a parked call: run does the
 // call's work on a context that outlives the client's request (until the
 // call ends, the request is cancelled while nothing is asked, the session
-// closes or the server does) and
-// returns the call's tool result. The result of park answers the request:
-// the call's result, or its first question.
+// closes or the server does) and returns the call's tool result. The
+// result of park answers the request: the call's result, or its first
+// question.
 func (s *Server) park(ctx context.Context, id, session string, conn *sdk.ServerSession, run func(ctx context.Context) *sdk.CallToolResult) *sdk.CallToolResult {
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	p := &parked{session: session, conn: conn, token: rand.Text(), questions: make(chan question), done: make(chan *sdk.CallToolResult, 1),

@@ -473,8 +473,10 @@ func TestQuestionWithdrawnWhenSessionCloses(t *testing.T) {
 	}
 	select {
 	case err := <-asked:
-		if !errors.Is(err, ErrCannotAsk) {
-			t.Errorf("Ask after its session closed = %v, want ErrCannotAsk (the call ended)", err)
+		// The call's context is the approver's here: either says the
+		// question ended with the call.
+		if !errors.Is(err, ErrCannotAsk) && (err == nil || !strings.Contains(err.Error(), "session s1 closed")) {
+			t.Errorf("Ask after its session closed = %v, want ErrCannotAsk or the session's closing", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the question was not withdrawn when its session closed")
