@@ -218,7 +218,8 @@ func TestMCPOpensADesktop(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cs := startMCP(ctx, t, "--display", display, "--policy", policy)
+	// On the host: the proof file is written by the desktop's xterm.
+	cs := startMCP(ctx, t, "--display", display, "--policy", policy, "--isolate", "none")
 	callTool := func(name string, args map[string]any) (images int, errText string) {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})

@@ -45,6 +45,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions (a chromium --display), "+
 		"each session a browser context of its own (about 24 MB a session instead of 84); 0: a browser per session")
 	verbose := fs.Bool("v", false, "log to stderr")
+	isolation := fs.String("isolate", "auto", "where sessions' displays run: containerd (a sandbox per session), local (a "+
+		"host browser behind an egress proxy of the session's own), none (a host browser, no proxy), or auto (containerd "+
+		"when its daemon's socket exists, else local; local with --browsers). Under containerd and local a session reaches "+
+		"only the policy's hosts and the start URL's")
+	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
 	approvalMode := fs.String("approvals", "", "which actions wait for a human: flagged (those the approval rules flag), "+
 		"all (every action with an effect), or none (no approvals; provider safety checks are still refused). The question "+
 		"goes to the client's user through MCP elicitation; a client that cannot ask has the action refused with its "+
@@ -68,10 +73,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return exitError{2, err}
 	}
-	switch {
-	case *browsers < 0:
-		return exitError{2, fmt.Errorf("--browsers %d: want 0 or more", *browsers)}
-	case *browsers > 0 && disp.Backend != "" && disp.Backend != wiring.Chromium:
+	iso, err := sharedIsolation(*browsers, *isolation)
+	if err != nil {
+		return exitError{2, err}
+	}
+	if *browsers > 0 && disp.Backend != "" && disp.Backend != wiring.Chromium {
 		return exitError{2, fmt.Errorf("--browsers shares Chromium processes: it needs --display chromium, not %s", disp.Backend)}
 	}
 	appr, err := approvalsFor(*approvalMode, *rulesFile)
@@ -119,6 +125,13 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		policy.Hosts = []string{u.Host}
 	}
 
+	_, sbx, err := openSandboxes(ctx, iso, *memory, log)
+	if err != nil {
+		return exitError{2, err}
+	}
+	if sbx != nil {
+		defer sbx.Close(context.WithoutCancel(ctx))
+	}
 	var shared *cdp.Pool
 	if *browsers > 0 {
 		if shared, err = sharedBrowsers(ctx, *browser, *browsers, log); err != nil {
@@ -126,10 +139,14 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer shared.Close(context.WithoutCancel(ctx))
 	}
+	ro := runner.Options{Browser: *browser, Getenv: os.Getenv, Sandboxes: sbx, MemoryMiB: *memory, Shared: shared}
+	note := func(text string) { log.Info(text) }
 	newDisplay := func(ctx context.Context) (mcp.Display, error) {
-		// The session navigates to its start page itself.
-		return wiring.OpenDisplay(ctx, wiring.DisplayRequest{Display: disp, Browser: *browser, Shared: shared,
-			Getenv: os.Getenv, Logger: log})
+		// Opened as a task's display is: its sandbox's egress proxy
+		// allows the policy's hosts and the start URL's.
+		req := runner.DisplayRequest(runner.Task{Name: "mcp", Display: disp}, start, policy, ro, note, nil, log)
+		req.StartURL = "" // the session navigates to its start page itself
+		return wiring.OpenDisplay(ctx, req)
 	}
 	cfg := mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
 		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log}

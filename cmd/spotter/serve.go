@@ -84,15 +84,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
 	}
-	iso := *isolation
-	switch {
-	case *browsers < 0:
-		return exitError{2, fmt.Errorf("--browsers %d: want 0 or more", *browsers)}
-	case *browsers > 0 && iso == "auto":
-		iso = "local"
-	case *browsers > 0 && iso != "local" && iso != "none":
-		return exitError{2, fmt.Errorf("--browsers shares browsers on this host; sessions under --isolate %s run their own "+
-			"(use --isolate local or none)", iso)}
+	iso, err := sharedIsolation(*browsers, *isolation)
+	if err != nil {
+		return exitError{2, err}
 	}
 	var mcpRules approvals.Rules // the zero Rules are the defaults
 	var serverRules *approvals.Rules
@@ -215,6 +209,22 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{1, cerr}
 	}
 	return nil
+}
+
+// sharedIsolation checks --browsers against --isolate (serve, mcp) and
+// returns the isolation to use: shared browsers run on this host, so
+// auto means local with them, and containerd is refused.
+func sharedIsolation(browsers int, iso string) (string, error) {
+	switch {
+	case browsers < 0:
+		return "", fmt.Errorf("--browsers %d: want 0 or more", browsers)
+	case browsers > 0 && iso == "auto":
+		return "local", nil
+	case browsers > 0 && iso != "local" && iso != "none":
+		return "", fmt.Errorf("--browsers shares browsers on this host; sessions under --isolate %s run their own "+
+			"(use --isolate local or none)", iso)
+	}
+	return iso, nil
 }
 
 // sharedBrowsers launches the n browsers of --browsers (serve, mcp). Under

@@ -154,7 +154,9 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
-// `spotter mcp` applies run's approval rules to its sessions, and puts a
+// `spotter mcp` opens its sessions' displays as run opens a task's (in a
+// sandbox under --isolate, whose egress proxy refuses the shop's picture
+// from another host), applies run's approval rules to them, and puts a
 // flagged action to the client's user through MCP elicitation: a form
 // that shows the rule, its reason, the action and the element it reaches.
 // The user's "no" (with a reason) refuses the click, and the model's
@@ -222,11 +224,19 @@ func TestMCPApprovalsAskTheClient(t *testing.T) {
 	if failed, text := buy(blind); !failed || !strings.Contains(text, "cannot ask its user") {
 		t.Errorf("click from a client without elicitation: error %v, %q; want it refused, saying the client cannot ask", failed, text)
 	}
-	open := connect(nil, append(args, "--approvals", "none")...)
+	// Every session so far ran under --isolate auto (containerd here, local
+	// elsewhere): its egress proxy refused the picture from another host.
+	if n := site.Pictures.Load(); n != 0 {
+		t.Errorf("the other host got %d requests from the sandboxed sessions, want 0", n)
+	}
+	open := connect(nil, append(args, "--approvals", "none", "--isolate", "none")...)
 	if failed, text := buy(open); failed {
 		t.Errorf("click under --approvals none failed: %s", text)
 	}
 	if n := site.Purchases.Load(); n != 2 {
 		t.Errorf("%d purchases, want 2 (the approved one and --approvals none's)", n)
+	}
+	if site.Pictures.Load() == 0 {
+		t.Errorf("the other host got no request under --isolate none: the refusal above proves nothing")
 	}
 }
