@@ -144,7 +144,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	newDisplay := func(ctx context.Context) (mcp.Display, error) {
 		// Opened as a task's display is: its sandbox's egress proxy
 		// allows the policy's hosts and the start URL's.
-		req := runner.DisplayRequest(runner.Task{Name: "mcp", Display: disp}, start, policy, ro, note, nil, log)
+		req := runner.DisplayRequest(runner.Task{Name: "mcp", Display: disp}, start, policy, ro, note, log)
 		req.StartURL = "" // the session navigates to its start page itself
 		return wiring.OpenDisplay(ctx, req)
 	}
@@ -153,7 +153,9 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var srv *mcp.Server
 	if appr != nil {
 		cfg.Attach = func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
-			return elicitApprovals(*appr, policy.Hosts, &srv, id, d, log)
+			return elicitApprovals(*appr, policy.Hosts, func(ctx context.Context, call, message string) (bool, string, error) {
+				return srv.Ask(ctx, call, message) // srv is set before any session opens
+			}, id, d, log)
 		}
 	}
 	srv, err = mcp.New(cfg)
@@ -192,11 +194,12 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // elicitApprovals gives MCP session id the approver of `spotter run`
 // (rules, hit-tests of d), whose questions go to the user of the client
-// whose call raised them, during that call, through MCP elicitation
-// (mcp.Server.Ask on *srv, set once the server exists).
-func elicitApprovals(cfg runner.ApprovalConfig, hosts []string, srv **mcp.Server, id string, d mcp.Display, log *slog.Logger) (mcp.Attached, error) {
+// whose call raised them, during that call, through ask (mcp.Server.Ask:
+// an MCP elicitation form).
+func elicitApprovals(cfg runner.ApprovalConfig, hosts []string, ask func(ctx context.Context, call, message string) (bool, string, error),
+	id string, d mcp.Display, log *slog.Logger) (mcp.Attached, error) {
 	cfg.Asker = runner.AskerFunc(func(ctx context.Context, r approvals.Request) (approvals.Verdict, error) {
-		ok, reason, err := (*srv).Ask(ctx, r.CallID, strings.TrimSpace(runner.DescribeRequest(r)))
+		ok, reason, err := ask(ctx, r.CallID, strings.TrimSpace(runner.DescribeRequest(r)))
 		if err != nil {
 			return approvals.Verdict{}, err
 		}

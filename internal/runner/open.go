@@ -42,20 +42,20 @@ type Surroundings struct {
 // must call Close.
 func Open(ctx context.Context, t Task, startURL string, policy actions.Policy, o Options, note func(string), log *slog.Logger) (*Surroundings, error) {
 	s := &Surroundings{}
-	var decided func(egress.Decision)
-	if o.Sandboxes != nil && t.Display.Sandboxed(o.Sandboxes.Backend()) {
-		s.state = &SandboxState{Backend: o.Sandboxes.Backend(), Egress: wiring.EgressFor(policy.Hosts, startURL)}
-		decided = func(d egress.Decision) {
+	req := DisplayRequest(t, startURL, policy, o, note, log)
+	if noted := req.OnDecision; noted != nil { // in a sandbox: count its decisions too
+		s.state = &SandboxState{Backend: o.Sandboxes.Backend(), Egress: req.Egress}
+		req.OnDecision = func(d egress.Decision) {
 			s.mu.Lock()
-			defer s.mu.Unlock()
 			if d.Allowed {
 				s.state.Allowed++
 			} else {
 				s.state.Refused++
 			}
+			s.mu.Unlock()
+			noted(d)
 		}
 	}
-	req := DisplayRequest(t, startURL, policy, o, note, decided, log)
 	disp, err := wiring.OpenDisplay(ctx, req)
 	if err != nil {
 		return nil, err
@@ -73,10 +73,10 @@ func Open(ctx context.Context, t Task, startURL string, policy actions.Policy, o
 // DisplayRequest is the wiring request of task t's display at startURL as
 // Open makes it: in a sandbox of o.Sandboxes (when t's display runs in
 // one) whose egress proxy allows policy's hosts and the start URL's, each
-// decision a note (and passed to decided, if not nil); as a browser
+// decision a note (its OnDecision is set then only); as a browser
 // context of o.Shared's browsers on the host; or on the host. `spotter
 // mcp` opens its sessions' displays with it.
-func DisplayRequest(t Task, startURL string, policy actions.Policy, o Options, note func(string), decided func(egress.Decision), log *slog.Logger) wiring.DisplayRequest {
+func DisplayRequest(t Task, startURL string, policy actions.Policy, o Options, note func(string), log *slog.Logger) wiring.DisplayRequest {
 	req := wiring.DisplayRequest{
 		Display: t.Display, Browser: o.Browser, StartURL: startURL, Getenv: o.Getenv,
 		Sandboxes: o.Sandboxes, OnNote: note, Logger: log,
@@ -87,12 +87,7 @@ func DisplayRequest(t Task, startURL string, policy actions.Policy, o Options, n
 	if o.Sandboxes != nil && t.Display.Sandboxed(o.Sandboxes.Backend()) {
 		req.Sandbox = isolate.Config{Name: t.Name, MemoryMiB: o.MemoryMiB, Logger: log}
 		req.Egress = wiring.EgressFor(policy.Hosts, startURL)
-		req.OnDecision = func(d egress.Decision) {
-			if decided != nil {
-				decided(d)
-			}
-			note(decisionNote(d))
-		}
+		req.OnDecision = func(d egress.Decision) { note(decisionNote(d)) }
 	}
 	return req
 }
