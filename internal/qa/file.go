@@ -47,7 +47,7 @@ type VNCSpec struct {
 	// PasswordEnv names the environment variable holding the password.
 	PasswordEnv string `yaml:"password_env"`
 	// ownSize is set when the file gives no display size: the test takes
-	// the desktop's (desktopSize).
+	// the desktop's (wiring.VNCScreenSize).
 	ownSize bool
 }
 

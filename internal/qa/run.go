@@ -12,7 +12,6 @@
 package qa
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +34,6 @@ import (
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
-	"github.com/spotter-harness/spotter/screen/vnc"
 )
 
 // Options are a suite run's surroundings.
@@ -488,7 +486,7 @@ func openDisplay(ctx context.Context, v *VNCSpec, task runner.Task, startURL str
 			task.Display.Address = "unix:" + v.Addr
 		}
 		if v.ownSize {
-			size, err := desktopSize(ctx, v, o.Getenv)
+			size, err := wiring.VNCScreenSize(ctx, task.Display, o.Getenv)
 			if err != nil {
 				return nil, err
 			}
@@ -502,21 +500,6 @@ func openDisplay(ctx context.Context, v *VNCSpec, task runner.Task, startURL str
 		}
 	}
 	return runner.Open(ctx, task, startURL, task.Policy, ro, note, log)
-}
-
-// desktopSize asks v's server the size of its screen, for a test that
-// gives no display size: it runs at the desktop's own size.
-func desktopSize(ctx context.Context, v *VNCSpec, getenv func(string) string) (screen.Size, error) {
-	var pw string
-	if v.PasswordEnv != "" && getenv != nil {
-		pw = getenv(v.PasswordEnv)
-	}
-	d, err := vnc.Dial(ctx, cmp.Or(v.Network, "tcp"), v.Addr, vnc.Config{Password: pw})
-	if err != nil {
-		return screen.Size{}, fmt.Errorf("connect to the VNC server at %s: %w", v.Addr, err)
-	}
-	defer d.Close()
-	return d.Size(), nil
 }
 
 // shared is the suite's browser, launched at the first test that needs it.

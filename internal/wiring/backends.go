@@ -42,25 +42,48 @@ func starter(req DisplayRequest) (func(context.Context, DisplayRequest) (inner, 
 // spec's size: the model's screenshots, and its coordinates, are sized
 // from the spec before the display is open.
 func startVNC(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error) {
-	var password string
-	if req.Display.PasswordEnv != "" {
-		if req.Getenv != nil {
-			password = req.Getenv(req.Display.PasswordEnv)
-		}
-		if password == "" {
-			return nil, nil, bad("display.password_env names %s, which is not set or empty", req.Display.PasswordEnv)
-		}
-	}
-	network, addr := vncNetwork(req.Display.Address)
-	d, err := vnc.Dial(ctx, network, addr, vnc.Config{Password: password})
+	d, err := dialVNC(ctx, req.Display, req.Getenv)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to the VNC server at %s: %w (%w)", req.Display.Address, ErrConnect, err)
+		return nil, nil, err
 	}
 	v := &vncDisplay{d: d}
 	if err := v.checkSize(ctx, req.Display.Size()); err != nil {
 		return nil, nil, errors.Join(err, v.Close(ctx))
 	}
 	return v, nil, nil
+}
+
+// dialVNC connects to the VNC server of vnc display spec d, with the
+// password of the environment variable it names.
+func dialVNC(ctx context.Context, d DisplaySpec, getenv func(string) string) (*vnc.Display, error) {
+	var password string
+	if d.PasswordEnv != "" {
+		if getenv != nil {
+			password = getenv(d.PasswordEnv)
+		}
+		if password == "" {
+			return nil, bad("display.password_env names %s, which is not set or empty", d.PasswordEnv)
+		}
+	}
+	network, addr := vncNetwork(d.Address)
+	v, err := vnc.Dial(ctx, network, addr, vnc.Config{Password: password})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the VNC server at %s: %w (%w)", d.Address, ErrConnect, err)
+	}
+	return v, nil
+}
+
+// VNCScreenSize connects to the server of vnc display spec d and returns
+// the size of its screen, for a caller that runs at the server's own size
+// (`spotter test`'s vnc: tests that give none); OpenDisplay then checks
+// the spec's size against the screen.
+func VNCScreenSize(ctx context.Context, d DisplaySpec, getenv func(string) string) (screen.Size, error) {
+	v, err := dialVNC(ctx, d, getenv)
+	if err != nil {
+		return screen.Size{}, err
+	}
+	defer v.Close()
+	return v.Size(), nil
 }
 
 // startDesktop starts a fresh desktop: in a containerd sandbox of
