@@ -103,11 +103,13 @@ type Server struct {
 	sessions map[string]*session
 	defaults map[*sdk.ServerSession]string // connection -> its default session
 	parked   map[string]*parked            // calls in progress, by id (ask.go)
-	ctx      context.Context               // ends when Close begins: parked calls end with it
-	cancel   context.CancelFunc
 	closed   bool
-	wg       sync.WaitGroup // goroutines that close default sessions when a connection ends
-	stop     chan struct{}  // closed by Close: those goroutines return
+	// wg counts the server's goroutines: those that close default
+	// sessions when a connection ends, and parked calls.
+	wg sync.WaitGroup
+	// ctx ends when Close begins: those goroutines return.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 type session struct {
@@ -145,7 +147,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Version = "dev"
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{},
-		defaults: map[*sdk.ServerSession]string{}, parked: map[string]*parked{}, stop: make(chan struct{})}
+		defaults: map[*sdk.ServerSession]string{}, parked: map[string]*parked{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.Default()
@@ -184,7 +186,6 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	close(s.stop)
 	s.cancel()
 	all := make([]*session, 0, len(s.sessions))
 	for _, se := range s.sessions {
@@ -340,7 +341,7 @@ func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string)
 			select {
 			case <-done:
 				s.closeSession(context.Background(), se.id)
-			case <-s.stop:
+			case <-s.ctx.Done():
 				conn.Close()
 				<-done
 			}
