@@ -487,3 +487,47 @@ func TestQuestionWithdrawnWhenSessionCloses(t *testing.T) {
 		t.Errorf("performed %+v after the session closed, want nothing", got)
 	}
 }
+
+// A question that expires before its client answers refuses the action:
+// the call ends denied, nothing is performed, and the client's late
+// retry is told that no question waits for it.
+func TestQuestionExpires(t *testing.T) {
+	var f *fixture
+	asked := make(chan error, 1)
+	approver := harness.ApproverFunc(func(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
+		if r.Action.Kind != actions.Click {
+			return harness.Decision{}, nil
+		}
+		qctx, cancel := context.WithTimeoutCause(ctx, 200*time.Millisecond, errors.New("no decision in time"))
+		defer cancel()
+		ok, _, err := f.srv.Ask(qctx, r.CallID, "click?")
+		asked <- err
+		if err != nil || !ok {
+			return harness.Decision{}, fmt.Errorf("%w: %v", harness.ErrDenied, err)
+		}
+		return harness.Decision{}, nil
+	})
+	f = newFixture(t, approver)
+	cs := f.connectWith(t, "memory", &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		// The user answers only once the question has expired.
+		select {
+		case err := <-asked:
+			asked <- err
+		case <-ctx.Done():
+		}
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}})
+	call(t, cs, ToolComputer, map[string]any{"kind": "screenshot"})
+	_, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"x": 10, "y": 10}})
+	if !strings.Contains(errText, "no question of this client waits for that answer") {
+		t.Errorf("late answer to an expired question: error %q, want it told that nothing waits", errText)
+	}
+	if err := <-asked; err == nil || !strings.Contains(err.Error(), "no decision in time") {
+		t.Errorf("Ask of an expiring question = %v, want its context's cause", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if got := f.displays[0].Performed(); len(got) != 0 {
+		t.Errorf("performed %+v after the question expired, want nothing", got)
+	}
+}
