@@ -434,15 +434,21 @@ func TestAskElicits(t *testing.T) {
 	}
 }
 
-// A question still open when its session closes is withdrawn: the parked
-// call ends at once (not at the rules' timeout), the action never runs,
-// and the client's late answer finds nothing to resume.
-func TestQuestionWithdrawnWhenSessionCloses(t *testing.T) {
+// askingFixture is a fixture whose approver asks the client about every
+// click (Ask), waiting at most patience for the answer (0: as long as the
+// call lasts), refuses it unless the answer is yes, and sends each Ask's
+// error on the channel it returns.
+func askingFixture(t *testing.T, patience time.Duration) (*fixture, chan error) {
 	var f *fixture
 	asked := make(chan error, 1)
 	approver := harness.ApproverFunc(func(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
 		if r.Action.Kind != actions.Click {
 			return harness.Decision{}, nil
+		}
+		if patience > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, patience, errors.New("no decision in time"))
+			defer cancel()
 		}
 		ok, _, err := f.srv.Ask(ctx, r.CallID, "click?")
 		asked <- err
@@ -452,6 +458,14 @@ func TestQuestionWithdrawnWhenSessionCloses(t *testing.T) {
 		return harness.Decision{}, nil
 	})
 	f = newFixture(t, approver)
+	return f, asked
+}
+
+// A question still open when its session closes is withdrawn: the parked
+// call ends at once (not at the rules' timeout), the action never runs,
+// and the client's late answer finds nothing to resume.
+func TestQuestionWithdrawnWhenSessionCloses(t *testing.T) {
+	f, asked := askingFixture(t, 0)
 	closed := make(chan struct{})
 	var other *sdk.ClientSession
 	cs := f.connectWith(t, "memory", &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
@@ -492,22 +506,7 @@ func TestQuestionWithdrawnWhenSessionCloses(t *testing.T) {
 // the call ends denied, nothing is performed, and the client's late
 // retry is told that no question waits for it.
 func TestQuestionExpires(t *testing.T) {
-	var f *fixture
-	asked := make(chan error, 1)
-	approver := harness.ApproverFunc(func(ctx context.Context, r harness.ApprovalRequest) (harness.Decision, error) {
-		if r.Action.Kind != actions.Click {
-			return harness.Decision{}, nil
-		}
-		qctx, cancel := context.WithTimeoutCause(ctx, 200*time.Millisecond, errors.New("no decision in time"))
-		defer cancel()
-		ok, _, err := f.srv.Ask(qctx, r.CallID, "click?")
-		asked <- err
-		if err != nil || !ok {
-			return harness.Decision{}, fmt.Errorf("%w: %v", harness.ErrDenied, err)
-		}
-		return harness.Decision{}, nil
-	})
-	f = newFixture(t, approver)
+	f, asked := askingFixture(t, 200*time.Millisecond)
 	cs := f.connectWith(t, "memory", &sdk.ClientOptions{ElicitationHandler: func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		// The user answers only once the question has expired.
 		select {
