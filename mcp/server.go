@@ -57,22 +57,24 @@ type Display interface {
 
 // Config configures a Server.
 type Config struct {
-	// NewDisplay opens a display for a new session; required. start is
-	// the URL to open first ("" for none); it is the operator's or the
-	// client's choice and has passed the Policy already.
+	// NewDisplay opens a display for a new session; required. The
+	// session then opens its start page on it.
 	NewDisplay func(ctx context.Context) (Display, error)
-	// StartURL is opened in every new session that names none.
+	// StartURL is opened in every new session that names none (a
+	// client's choice has passed the Policy already).
 	StartURL string
 
 	Policy   actions.Policy        // the zero Policy allows screenshots only
 	Limits   actions.Limits        // zero: actions' defaults
 	Capture  screen.CaptureOptions // the screenshot sent back; zero Size: the viewport's CSS size
 	Approver harness.Approver      // nil: actions run once the Policy allows them
-	// Attach, when set, connects each new session to a server that
-	// supervises it (spotter serve): its own Approver (an approvals.Gate
-	// with the display to hit-test) instead of Approver, a trace whose
-	// screenshots the approvals show, and the events of its calls for the
-	// session's history. id is the session's id in this server.
+	// Attach, when set, connects each new session to what supervises it
+	// (spotter serve; spotter mcp's approvals and --out): its own Approver
+	// (an approvals.Gate with the display to hit-test) instead of
+	// Approver, a trace (of every call, action, result and screenshot),
+	// and the events of its calls for the session's history. It is
+	// called once the display is open, before the start page is. id is
+	// the session's id in this server.
 	Attach func(ctx context.Context, id string, d Display) (Attached, error)
 
 	MaxSessions int          // default 8
@@ -241,12 +243,8 @@ func (s *Server) newSession(ctx context.Context, id, start string) (*session, er
 	if start == "" {
 		start = s.cfg.StartURL
 	}
-	if start != "" {
-		if err := d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: start}}); err != nil {
-			d.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("open %s: %w", start, err)
-		}
-	}
+	// Attached as soon as the display is open, so that what the start
+	// page does (the egress it asks for) reaches what supervises it.
 	at := Attached{Approver: s.cfg.Approver}
 	if s.cfg.Attach != nil {
 		if at, err = s.cfg.Attach(ctx, id, d); err != nil {
@@ -254,9 +252,15 @@ func (s *Server) newSession(ctx context.Context, id, start string) (*session, er
 			return nil, fmt.Errorf("attach session %s: %w", id, err)
 		}
 	}
-	exec, err := harness.NewExecutor(harness.ExecutorConfig{Display: d, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
+	se := &session{id: id, disp: d, url: start, attached: at}
+	if start != "" {
+		if err := d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: start}}); err != nil {
+			se.close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("open %s: %w", start, err)
+		}
+	}
+	se.exec, err = harness.NewExecutor(harness.ExecutorConfig{Display: d, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
 		Capture: s.cfg.Capture, Approver: at.Approver, Trace: at.Trace, OnEvent: at.OnEvent, Logger: s.log})
-	se := &session{id: id, disp: d, url: start, exec: exec, attached: at}
 	if err != nil {
 		se.close(context.WithoutCancel(ctx))
 		return nil, err

@@ -217,7 +217,7 @@ func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	return s.call(ctx, req.Session, se, a.FrameID, batch, raw), nil
+	return s.call(ctx, req.Session, se, ToolComputer, a.FrameID, batch, raw), nil
 }
 
 func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -233,7 +233,7 @@ func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 		return errorResult(err), nil
 	}
 	raw, _ := json.Marshal(map[string]string{"url": a.URL})
-	return s.call(ctx, req.Session, se, "", []actions.Action{{Kind: actions.Navigate, URL: a.URL}}, raw), nil
+	return s.call(ctx, req.Session, se, ToolNavigate, "", []actions.Action{{Kind: actions.Navigate, URL: a.URL}}, raw), nil
 }
 
 func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -291,17 +291,17 @@ func (s *Server) listSessions(ctx context.Context, req *sdk.CallToolRequest) (*s
 	return textResult(map[string]any{"sessions": s.list()}), nil
 }
 
-// call runs a batch of conn's in the session, through the one per-action
-// path, and turns the result into tool content (or the first question
-// its approver asks the client: see park). raw is the call as the client
-// sent it, for the record.
-func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session, frameID string, batch []actions.Action, raw json.RawMessage) *sdk.CallToolResult {
+// call runs a batch of conn's call of tool in the session, through the
+// one per-action path, and turns the result into tool content (or the
+// first question its approver asks the client: see park). raw is the
+// call as the client sent it, for the record.
+func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session, tool, frameID string, batch []actions.Action, raw json.RawMessage) *sdk.CallToolResult {
 	for i := range batch {
 		batch[i].Secret = false // the executor decides
 	}
 	id := s.callID()
 	return s.park(ctx, id, se.id, conn, func(ctx context.Context) *sdk.CallToolResult {
-		r := se.exec.Do(ctx, harness.Call{ID: id, Name: ToolComputer, Actions: batch, Space: screen.Image, FrameID: frameID,
+		r := se.exec.Do(ctx, harness.Call{ID: id, Name: tool, Actions: batch, Space: screen.Image, FrameID: frameID,
 			Raw: raw}, harness.Options{Actor: harness.ActorClient})
 		if r.Err != nil {
 			s.log.InfoContext(ctx, "call failed", "session", se.id, "call", id, "err", r.Err)

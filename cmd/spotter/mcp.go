@@ -55,6 +55,9 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		"goes to the client's user through MCP elicitation; a client that cannot ask has the action refused with its "+
 		"rule's reason (default: the --rules file's supervise, or flagged)")
 	rulesFile := fs.String("rules", "", rulesHelp)
+	out := fs.String("out", "", "record each session in a directory of its own under this one, SESSION-TIME: its trace "+
+		"(every call, action, result and screenshot, typed secrets masked, the egress proxy's decisions) and, once it "+
+		"closes, report.html (default: no record)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: spotter mcp [--http 127.0.0.1:PORT] [flags]")
 		fs.PrintDefaults()
@@ -93,6 +96,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *httpAddr != "" {
 		if err := loopback(*httpAddr); err != nil {
 			return exitError{2, err}
+		}
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return exitError{2, fmt.Errorf("--out: %w", err)}
 		}
 	}
 	level := slog.LevelWarn
@@ -140,23 +148,35 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer shared.Close(context.WithoutCancel(ctx))
 	}
 	ro := runner.Options{Browser: *browser, Getenv: os.Getenv, Sandboxes: sbx, MemoryMiB: *memory, Shared: shared}
-	note := func(text string) { log.Info(text) }
+	rec := newMCPRecorder(*out, log)
 	newDisplay := func(ctx context.Context) (mcp.Display, error) {
 		// Opened as a task's display is: its sandbox's egress proxy
 		// allows the policy's hosts and the start URL's.
-		req := runner.DisplayRequest(runner.Task{Name: "mcp", Display: disp}, start, policy, ro, note, log)
+		notes := rec.notes()
+		req := runner.DisplayRequest(runner.Task{Name: "mcp", Display: disp}, start, policy, ro, notes.note, log)
 		req.StartURL = "" // the session navigates to its start page itself
-		return wiring.OpenDisplay(ctx, req)
+		d, err := wiring.OpenDisplay(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		rec.open(d, notes)
+		return d, nil
 	}
 	cfg := mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
 		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log}
 	var srv *mcp.Server
-	if appr != nil {
-		cfg.Attach = func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
-			return elicitApprovals(*appr, policy.Hosts, func(ctx context.Context, call, message string) (bool, string, error) {
+	cfg.Attach = func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
+		var at mcp.Attached
+		if appr != nil {
+			var err error
+			at, err = elicitApprovals(*appr, policy.Hosts, func(ctx context.Context, call, message string) (bool, string, error) {
 				return srv.Ask(ctx, call, message) // srv is set before any session opens
 			}, id, d, log)
+			if err != nil {
+				return at, err
+			}
 		}
+		return rec.attach(ctx, id, d, at)
 	}
 	srv, err = mcp.New(cfg)
 	if err != nil {

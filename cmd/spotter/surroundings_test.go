@@ -6,16 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spotter-harness/spotter/internal/batch"
 
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/batch"
 	"github.com/spotter-harness/spotter/internal/qa"
 	"github.com/spotter-harness/spotter/internal/qa/qatest"
 	"github.com/spotter-harness/spotter/internal/runner"
@@ -238,5 +244,179 @@ func TestMCPApprovalsAskTheClient(t *testing.T) {
 	}
 	if site.Pictures.Load() == 0 {
 		t.Errorf("the other host got no request under --isolate none: the refusal above proves nothing")
+	}
+}
+
+// `spotter mcp --out DIR` records each session in a directory of its own:
+// every call of the client, refused ones too, answered by a result whose
+// screenshot is in the trace; the egress proxy's refusal of the other
+// host's picture; no trace of the PIN the client typed into a password
+// field (events, report or anything else written); and, once the session
+// closes, its report.
+func TestMCPRecordsSessions(t *testing.T) {
+	integration(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	site := qatest.ShopSite(t)
+	out := filepath.Join(t.TempDir(), "records")
+	const pin = "pin-4417-mcp-secret"
+	cs := startMCP(ctx, t, "--start-url", site.URL, "--viewport", "800x600", "--approvals", "none", "--out", out)
+	call := func(name string, args map[string]any) (failed bool, text string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s %v = %v", name, args, err)
+		}
+		var texts []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				texts = append(texts, tc.Text)
+			}
+		}
+		return res.IsError, strings.Join(texts, "\n")
+	}
+	at := func(x, y int) map[string]any { return map[string]any{"x": x, "y": y} }
+	for _, step := range []struct {
+		name string
+		args map[string]any
+		fail bool
+	}{
+		{"computer", map[string]any{"kind": "screenshot"}, false},
+		{"computer", map[string]any{"kind": "click", "at": at(200, 215)}, false},
+		{"computer", map[string]any{"kind": "type", "text": pin}, false},
+		{"computer", map[string]any{"kind": "click", "at": at(200, 320)}, false},
+		{"navigate", map[string]any{"url": "http://example.com/"}, true}, // off the policy's hosts
+	} {
+		if failed, text := call(step.name, step.args); failed != step.fail {
+			t.Fatalf("%s %v: failed %v (%s), want %v", step.name, step.args, failed, text, step.fail)
+		}
+	}
+	if n := site.Purchases.Load(); n != 1 {
+		t.Errorf("%d purchases, want 1", n)
+	}
+	_, list := call("list_sessions", nil)
+	var sessions struct{ Sessions []struct{ ID string } }
+	if err := json.Unmarshal([]byte(list), &sessions); err != nil || len(sessions.Sessions) != 1 {
+		t.Fatalf("list_sessions = %s (%v), want one session", list, err)
+	}
+	id := sessions.Sessions[0].ID
+	if failed, text := call("close_session", map[string]any{"session": id}); failed {
+		t.Fatalf("close_session: %s", text)
+	}
+
+	dirs, err := os.ReadDir(out)
+	if err != nil || len(dirs) != 1 || !strings.HasPrefix(dirs[0].Name(), id+"-") {
+		t.Fatalf("--out holds %v (%v), want one directory named %s-TIME", dirs, err, id)
+	}
+	dir := filepath.Join(out, dirs[0].Name())
+	evs, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, results := map[string]string{}, map[string]trace.Event{}
+	var refusedEgress, maskedPIN bool
+	for _, e := range evs {
+		switch e.Type {
+		case trace.TypeCall:
+			calls[e.CallID] = e.Name
+		case trace.TypeResult:
+			results[e.CallID] = e
+			if e.Shot == "" {
+				t.Errorf("result of %s has no screenshot", e.CallID)
+			} else if _, err := os.Stat(filepath.Join(dir, e.Shot)); err != nil {
+				t.Errorf("result of %s: %v", e.CallID, err)
+			}
+		case trace.TypeAction:
+			maskedPIN = maskedPIN || e.Action.Kind == actions.Type && e.Secret
+		case trace.TypeNote:
+			refusedEgress = refusedEgress || strings.HasPrefix(e.Text, "egress refused:")
+		}
+	}
+	var refused int
+	for id, name := range calls {
+		r, ok := results[id]
+		switch {
+		case !ok:
+			t.Errorf("call %s (%s) has no result in the trace", id, name)
+		case r.Error != "":
+			refused++
+		}
+	}
+	names := slices.Sorted(maps.Values(calls))
+	if !slices.Equal(names, []string{"computer", "computer", "computer", "computer", "navigate"}) || refused != 1 {
+		t.Errorf("the trace has calls %v, %d of them refused; want the client's 5 (the screenshot, two clicks, the typing, the navigation), the navigation refused",
+			calls, refused)
+	}
+	if !maskedPIN {
+		t.Error("the trace has no secret type action: the PIN's field was not seen as secret")
+	}
+	if !refusedEgress || site.Pictures.Load() != 0 {
+		t.Errorf("egress refused noted %v, the other host got %d requests; want the picture refused and noted", refusedEgress, site.Pictures.Load())
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !bytes.Contains(report, []byte("spotter mcp session "+id)) {
+		t.Errorf("report.html: %v; want the session's report", err)
+	}
+	err = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if bytes.Contains(b, []byte(pin)) {
+			t.Errorf("%s holds the PIN", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A session whose record cannot be made is not opened, and the
+	// client is not told the server's paths.
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed, text := call("open_session", nil)
+	if !failed || !strings.Contains(text, "could not create the session's record") || strings.Contains(text, out) {
+		t.Errorf("open_session with --out unusable: failed %v, %q; want it refused without the path", failed, text)
+	}
+	if _, list := call("list_sessions", nil); strings.Contains(list, `"id"`) {
+		t.Errorf("list_sessions after the refused open = %s, want none", list)
+	}
+}
+
+// Two servers' sessions of one id in the same second get a directory
+// each.
+func TestSessionTraceNames(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 26, 21, 50, 0, 0, time.UTC)
+	var names []string
+	for range 3 {
+		name, tw, err := createSessionTrace(dir, "s1", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.Base(name))
+	}
+	if want := []string{"s1-20261126-215000", "s1-20261126-215000-2", "s1-20261126-215000-3"}; !slices.Equal(names, want) {
+		t.Errorf("names %v, want %v", names, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := createSessionTrace(filepath.Join(dir, "file"), "s1", now); err == nil {
+		t.Error("a trace under a file was created")
+	}
+	// spotter mcp refuses such an --out before it starts.
+	err := mcpCmd(t.Context(), []string{"--http", "127.0.0.1:0", "--out", filepath.Join(dir, "file")}, io.Discard, io.Discard)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--out") {
+		t.Errorf("spotter mcp --out FILE = %v, want exit 2 naming --out", err)
 	}
 }

@@ -16,9 +16,10 @@ import (
 
 // A Site is a shop page on one server that shows a picture from another
 // (off any allowlist that names only the shop) and says whether it
-// loaded, and a "Buy now" button (at 200,320 on an 800x600 page), which
-// the built-in approval rules flag as a purchase: clicking it shows
-// "Bought" in place of "Not bought" and posts to the shop.
+// loaded, a password field (at 200,215 on an 800x600 page), and a "Buy
+// now" button (at 200,320), which the built-in approval rules flag as a
+// purchase: clicking it shows "Bought" in place of "Not bought" and
+// posts to the shop.
 type Site struct {
 	URL       string        // the shop's page
 	Pictures  *atomic.Int64 // requests the other server got
@@ -43,6 +44,7 @@ func ShopSite(t testing.TB) Site {
 		fmt.Fprintf(w, `<!doctype html><html><body style="margin:0;font:20px sans-serif"><h1>Shop</h1>
 <p id="net">picture pending</p>
 <img src="%s/pic.svg" onload="net.textContent='picture loaded'" onerror="net.textContent='picture blocked'">
+<input id="pw" type="password" aria-label="Card PIN" style="position:absolute;left:100px;top:200px;width:200px;height:30px">
 <button id="buy" style="position:absolute;left:100px;top:300px;width:200px;height:40px"
   onclick="out.textContent='Bought'; fetch('/buy', {method: 'POST'})">Buy now</button>
 <p id="out" style="position:absolute;left:100px;top:400px">Not bought</p></body></html>`, other.URL)
