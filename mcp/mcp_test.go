@@ -24,15 +24,16 @@ import (
 // fakeDisplay is screentest.Fake with a Close.
 type fakeDisplay struct {
 	*screentest.Fake
-	mu     sync.Mutex
-	closed bool
+	mu       sync.Mutex
+	closed   bool
+	closeErr error // what Close returns
 }
 
 func (f *fakeDisplay) Close(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
-	return nil
+	return f.closeErr
 }
 
 // fixture is a server over fake displays.
@@ -239,6 +240,27 @@ func TestBatchAndSessions(t *testing.T) {
 	}
 	if _, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "screenshot", "session": opened.Session}); !strings.Contains(errText, ErrNoSession.Error()) {
 		t.Errorf("screenshot in a closed session: error %q, want %q", errText, ErrNoSession)
+	}
+}
+
+// A session that does not close cleanly is closed all the same, and the
+// client is told so without the reason, which names the server's paths.
+func TestCloseSessionError(t *testing.T) {
+	f := newFixture(t, nil)
+	cs := f.connect(t, "memory")
+	opened, _, errText := call(t, cs, ToolOpenSession, nil)
+	if errText != "" {
+		t.Fatal(errText)
+	}
+	f.mu.Lock()
+	f.displays[0].closeErr = errors.New("close trace /var/lib/spotter/s1: input/output error")
+	f.mu.Unlock()
+	_, _, errText = call(t, cs, ToolCloseSession, map[string]any{"session": opened.Session})
+	if !strings.Contains(errText, "not all of it closed cleanly") || strings.Contains(errText, "/var/lib") {
+		t.Errorf("close_session of a display that fails to close: error %q, want it said without the path", errText)
+	}
+	if _, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "screenshot", "session": opened.Session}); !strings.Contains(errText, ErrNoSession.Error()) {
+		t.Errorf("screenshot in the session after: error %q, want %q", errText, ErrNoSession)
 	}
 }
 

@@ -302,7 +302,12 @@ func (s *Server) closeSession(ctx context.Context, id string) error {
 		return fmt.Errorf("%w %q", ErrNoSession, id)
 	}
 	s.log.InfoContext(ctx, "session closed", "session", id)
-	return se.close(context.WithoutCancel(ctx))
+	if err := se.close(context.WithoutCancel(ctx)); err != nil {
+		// The reasons hold the server's paths: the log has them.
+		s.log.ErrorContext(ctx, "close session", "session", id, "err", err)
+		return fmt.Errorf("session %s is closed, but not all of it closed cleanly; the server's log says why", id)
+	}
+	return nil
 }
 
 // lookup returns the session a call names, or the connection's default

@@ -81,7 +81,7 @@ func (r *mcpRecorder) attach(ctx context.Context, id string, d mcp.Display, at m
 			err = next(ctx)
 		}
 		if _, rerr := trace.WriteReport(dir); rerr != nil {
-			err = errors.Join(err, rerr)
+			err = errors.Join(err, fmt.Errorf("write the report of session %s: %w", id, rerr))
 		}
 		return err
 	}
