@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -17,6 +18,34 @@ import (
 // sqliteBusyMillis is how long a writer waits for another process's write
 // transaction on the same file before it fails.
 const sqliteBusyMillis = 10000
+
+// setWAL puts the database in WAL mode, which the file keeps for every
+// later connection, and returns the mode it is in. Connections that switch
+// a new file to WAL at the same moment (replicas starting together) can
+// fail with SQLITE_BUSY at once, without the busy timeout's wait: SQLite
+// does not wait for a lock while holding one another waiter needs. So the
+// switch is made once per open, not by every connection, and tried again
+// until the busy timeout has passed.
+func setWAL(ctx context.Context, sdb *sql.DB) (string, error) {
+	deadline := time.Now().Add(sqliteBusyMillis * time.Millisecond)
+	pause := time.Millisecond
+	for {
+		var mode string
+		err := sdb.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return mode, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", context.Cause(ctx)
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
 
 // openSQLite opens (creating if absent) the SQLite file at path in WAL mode
 // with synchronous=FULL, so a commit is on disk when it returns.
@@ -43,7 +72,6 @@ func openSQLite(ctx context.Context, path string) (*db, error) {
 
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyMillis))
-	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	// Writers take the write lock when they begin, so a transaction never
@@ -57,8 +85,8 @@ func openSQLite(ctx context.Context, path string) (*db, error) {
 	}
 	sdb.SetMaxOpenConns(8)
 	sdb.SetMaxIdleConns(8)
-	var mode string
-	if err := sdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	mode, err := setWAL(ctx, sdb)
+	if err != nil {
 		sdb.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
