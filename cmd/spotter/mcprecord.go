@@ -62,13 +62,13 @@ func (r *mcpRecorder) attach(ctx context.Context, id string, d mcp.Display, at m
 		err = tw.Write(trace.Event{Type: trace.TypeRunStart, Task: "spotter mcp session " + id})
 	}
 	if err != nil {
-		r.log.Error("create the session's trace", "session", id, "err", err)
 		if tw != nil {
 			err = errors.Join(err, tw.Close())
 		}
 		if at.Close != nil {
 			err = errors.Join(err, at.Close(ctx))
 		}
+		r.log.Error("create the session's trace", "session", id, "err", err)
 		return mcp.Attached{}, errors.New("could not create the session's record (--out); the server's log says why")
 	}
 	n.attach(tw)
