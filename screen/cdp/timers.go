@@ -54,14 +54,23 @@ import (
 //     first run, and then for as long as one of its last loopIdleRuns runs
 //     changed the page (until cleared);
 //   - a setTimeout of at most maxLoopPeriod, or an animation frame, that a
-//     callback run which changed the page scheduled, until it runs or is
-//     cleared: the next step of a chain; also one that the run of a short
-//     timer counted in answer to input scheduled, changed or not, as the
-//     first step of an animation often changes nothing (its progress is 0).
+//     callback run scheduled, until it runs or is cleared (the next step
+//     of a chain), if that run changed the page, or another run of its
+//     chain (the callbacks that scheduled one another) did within the last
+//     maxLoopPeriod ms: a loop may step its animation only every few frames
+//     (GSAP's ticker skips frames less than 4 ms apart, as a settle's are;
+//     a game loop at a fixed rate), and the runs in between change nothing;
+//     also one that a run within timerWindow of input scheduled, changed or
+//     not (a short timer counted in answer to input, or a loop that was
+//     running already, such as GSAP's awake ticker), as the first steps of
+//     an animation often change nothing (its progress is 0, or an eased
+//     start has not moved a whole pixel yet). Intervals of at most
+//     maxLoopPeriod are counted again by such a run too.
 //
-// A poll changes nothing, so it is never counted past its first run; a
-// loop that changes the page forever is an endless animation, which
-// settling waits out until its timeout and then reports.
+// A poll changes nothing, so it is never counted past its first run (or
+// maxLoopPeriod ms after its chain last changed the page); a loop that
+// changes the page forever is an endless animation, which settling waits
+// out until its timeout and then reports.
 //
 // The page's own scripts run after the timer script and may replace any
 // built-in it would call (Zone.js wraps the timer functions, a polyfill
@@ -197,9 +206,15 @@ var timerScript = `const [` + animProbeName + `, ` + frameProbeName + `] = (() =
 	// tracked runs fn as a timer's callback and reports whether the run
 	// changed the page; the short timers and frames it scheduled become
 	// animation steps if it did, or if the run is of a timer counted in
-	// answer to input (grace): the first step of an animation often
-	// changes nothing yet (its progress is 0).
-	const tracked = (fn, self, a, grace) => {
+	// answer to input or within window of input (grace): the first steps
+	// of an animation often change nothing yet (its progress is 0, or an
+	// eased start has not moved a whole pixel), or if a run of its chain
+	// (the callbacks that scheduled it, one from the other) changed the
+	// page within the last loopPeriod ms: a loop that steps its animation
+	// only every few frames (GSAP's ticker when frames come less than 4 ms
+	// apart, a game loop at a fixed rate) has runs that change nothing in
+	// between. chain is when the run's chain last changed the page.
+	const tracked = (fn, self, a, grace, chain) => {
 		changes += taken();
 		const prevSteps = steps, mine = table();
 		mine.n = 0;
@@ -212,7 +227,13 @@ var timerScript = `const [` + animProbeName + `, ` + frameProbeName + `] = (() =
 			changes += n;
 			changed = n > 0 || drew || scrolled;
 			drew = false; scrolled = false;
-			if (changed || grace) for (let i = 0; i < mine.n; i++) { const s = mine[i]; if (!s.done) { s.anim = true; anim++; } }
+			const t = now(), last = changed ? t : chain;
+			const live = changed || grace || t - last <= loopPeriod;
+			for (let i = 0; i < mine.n; i++) {
+				const s = mine[i];
+				s.chain = last;
+				if (live && !s.done) { s.anim = true; anim++; }
+			}
 			lastChanged = changed;
 		}
 	};
@@ -272,15 +293,16 @@ var timerScript = `const [` + animProbeName + `, ` + frameProbeName + `] = (() =
 			const fn = a[0], delay = a[1];
 			if (typeof fn !== "function") return apply(schedule, g, a);
 			const d = short(delay) && fn !== running ? depth(max) : -1;
-			const step = steps && loop(delay) ? {anim: false, done: false} : null;
+			const step = steps && loop(delay) ? {anim: false, done: false, chain: -1e9} : null;
 			let id;
 			const run = function (...a) {
-				const c = id in counted, prev = running;
+				const c = id in counted, prev = running, mine = stepOf[id];
+				const chain = mine ? mine.chain : -1e9;
 				if (c) delete counted[id];
-				stepDone(stepOf[id]); delete stepOf[id];
+				stepDone(mine); delete stepOf[id];
 				running = fn;
 				if (c) { lastFire = now(); fireDepth = d + 1; }
-				try { return tracked(fn, this, a, c); }
+				try { return tracked(fn, this, a, c || now() - lastInput <= window, chain); }
 				finally { running = prev; if (c) { pending--; send(); } }
 			};
 			id = apply(schedule, g, withFirst(run, a));
@@ -314,10 +336,10 @@ var timerScript = `const [` + animProbeName + `, ` + frameProbeName + `] = (() =
 		const run = function (...a) {
 			const prev = running;
 			running = fn;
-			try { return tracked(fn, this, a, false); }
+			try { return tracked(fn, this, a, false, -1e9); }
 			finally {
 				running = prev;
-				if (lastChanged) { l.idle = 0; if (!l.counted && loops[id] === l) { l.counted = true; anim++; } }
+				if (lastChanged || now() - lastInput <= window) { l.idle = 0; if (!l.counted && loops[id] === l) { l.counted = true; anim++; } }
 				else if (++l.idle >= idleRuns && l.counted) { l.counted = false; anim--; }
 			}
 		};

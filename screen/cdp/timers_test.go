@@ -127,44 +127,60 @@ func TestTimerScriptHidden(t *testing.T) {
 	}
 }
 
-// TestRealLibraries runs the settle and the timer script against the real
-// libraries they were built for, installed from npm by install-weblibs.sh:
-// jQuery 1.12's slideToggle, whose steps all run on one shared setInterval
-// of 13 ms (the accordion that issue 17 found half-open), alone and under
-// Zone.js 0.15 (Angular's), which wraps every timer function, Promise and
+// TestRealLibraries runs the settle and the timer script against real
+// animation libraries, installed from npm by install-weblibs.sh: jQuery
+// 1.12's slideToggle, whose steps all run on one shared setInterval of 13
+// ms (the accordion that issue 17 found half-open); GSAP 3's tweens, on its
+// own requestAnimationFrame ticker with eased steps; and Bootstrap 5's
+// Collapse, a CSS height transition that its script ends on transitionend.
+// Each runs alone and under Zone.js 0.15 (Angular's), which wraps every
+// timer function, requestAnimationFrame, Promise and
 // Function.prototype.toString over Spotter's own wrappers. Every capture
-// after a click must show the slides' end, as in TestSettleAnimations
+// after a click must show the animation's end, as in TestSettleAnimations
 // (same panels, same -anim.runs and -anim.ms); under Zone.js the page's
 // timers still show native source.
 func TestRealLibraries(t *testing.T) {
 	integration(t)
-	for _, lib := range []string{"jquery-1.12.4.min.js", "zone-0.15.1.umd.min.js"} {
+	for _, lib := range []string{"jquery-1.12.4.min.js", "zone-0.15.1.umd.min.js", "gsap-3.15.0.min.js",
+		"bootstrap-5.3.8.bundle.min.js", "bootstrap-5.3.8.min.css"} {
 		if _, err := os.Stat(filepath.Join(webLibsDir(), lib)); err != nil {
 			t.Fatalf("%v: run screen/cdp/install-weblibs.sh (make test does)", err)
 		}
 	}
 	durations := animDurations(t)
-	for _, zone := range []bool{false, true} {
-		t.Run(fmt.Sprintf("zone=%v", zone), func(t *testing.T) {
-			t.Parallel()
-			d := newDisplay(t, DisplayConfig{})
-			for _, ms := range durations {
-				page := fmt.Sprintf("libs.html?ms=%d", ms)
-				if zone {
-					page += "&zone=1"
+	libs := []struct {
+		page    string
+		version string // an expression for the library's version
+		want    string
+	}{
+		{"libs.html", `typeof jQuery === "function" ? jQuery.fn.jquery : "none"`, "1.12.4"},
+		{"gsap.html", `typeof gsap === "object" ? gsap.version : "none"`, "3.15.0"},
+		{"bootstrap.html", `typeof bootstrap === "object" ? bootstrap.Collapse.VERSION : "none"`, "5.3.8"},
+	}
+	for _, lib := range libs {
+		for _, zone := range []bool{false, true} {
+			name := strings.TrimSuffix(lib.page, ".html")
+			t.Run(fmt.Sprintf("%s/zone=%v", name, zone), func(t *testing.T) {
+				t.Parallel()
+				d := newDisplay(t, DisplayConfig{})
+				for _, ms := range durations {
+					page := fmt.Sprintf("%s?ms=%d", lib.page, ms)
+					if zone {
+						page += "&zone=1"
+					}
+					load(t, d, page)
+					got := eval[[]string](t, d, `[`+lib.version+`,
+						typeof Zone === "function" ? "zone" : "none", Function.prototype.toString.call(setTimeout)]`)
+					wantZone := map[bool]string{false: "none", true: "zone"}[zone]
+					if got[0] != lib.want || got[1] != wantZone {
+						t.Fatalf("%s: the library %s, Zone.js %s; want %s and %s", page, got[0], got[1], lib.want, wantZone)
+					}
+					if !strings.Contains(got[2], "[native code]") {
+						t.Errorf("%s: the page's setTimeout shows %q, want native source", page, got[2])
+					}
+					toggleRuns(t, d, page, name)
 				}
-				load(t, d, page)
-				libs := eval[[]string](t, d, `[typeof jQuery === "function" ? jQuery.fn.jquery : "none",
-					typeof Zone === "function" ? "zone" : "none", Function.prototype.toString.call(setTimeout)]`)
-				wantZone := map[bool]string{false: "none", true: "zone"}[zone]
-				if libs[0] != "1.12.4" || libs[1] != wantZone {
-					t.Fatalf("%s: jQuery %s, Zone.js %s; want 1.12.4 and %s", page, libs[0], libs[1], wantZone)
-				}
-				if !strings.Contains(libs[2], "[native code]") {
-					t.Errorf("%s: the page's setTimeout shows %q, want native source", page, libs[2])
-				}
-				toggleRuns(t, d, page, "jquery")
-			}
-		})
+			})
+		}
 	}
 }
