@@ -149,22 +149,22 @@ func TestRealLibraries(t *testing.T) {
 	}
 	durations := animDurations(t)
 	libs := []struct {
-		page    string
+		name    string // libs.html's ?lib=
 		version string // an expression for the library's version
 		want    string
 	}{
-		{"libs.html", `typeof jQuery === "function" ? jQuery.fn.jquery : "none"`, "1.12.4"},
-		{"gsap.html", `typeof gsap === "object" ? gsap.version : "none"`, "3.15.0"},
-		{"bootstrap.html", `typeof bootstrap === "object" ? bootstrap.Collapse.VERSION : "none"`, "5.3.8"},
+		{"jquery", `typeof jQuery === "function" ? jQuery.fn.jquery : "none"`, "1.12.4"},
+		{"gsap", `typeof gsap === "object" ? gsap.version : "none"`, "3.15.0"},
+		{"bootstrap", `typeof bootstrap === "object" ? bootstrap.Collapse.VERSION : "none"`, "5.3.8"},
 	}
 	for _, lib := range libs {
 		for _, zone := range []bool{false, true} {
-			name := strings.TrimSuffix(lib.page, ".html")
+			name := lib.name
 			t.Run(fmt.Sprintf("%s/zone=%v", name, zone), func(t *testing.T) {
 				t.Parallel()
 				d := newDisplay(t, DisplayConfig{})
 				for _, ms := range durations {
-					page := fmt.Sprintf("%s?ms=%d", lib.page, ms)
+					page := fmt.Sprintf("libs.html?lib=%s&ms=%d", name, ms)
 					if zone {
 						page += "&zone=1"
 					}
