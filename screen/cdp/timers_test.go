@@ -130,9 +130,10 @@ func TestTimerScriptHidden(t *testing.T) {
 // TestRealLibraries runs the settle and the timer script against real
 // animation libraries, installed from npm by install-weblibs.sh: jQuery
 // 1.12's slideToggle, whose steps all run on one shared setInterval of 13
-// ms (the accordion that issue 17 found half-open); GSAP 3's tweens, on its
-// own requestAnimationFrame ticker with eased steps; and Bootstrap 5's
-// Collapse, a CSS height transition that its script ends on transitionend.
+// ms (the accordion that issue 17 found half-open); GSAP 3's and Anime.js
+// 4's eased tweens, each on its own requestAnimationFrame engine; and
+// Bootstrap 5's Collapse, a CSS height transition that its script ends on
+// transitionend.
 // Each runs alone and under Zone.js 0.15 (Angular's), which wraps every
 // timer function, requestAnimationFrame, Promise and
 // Function.prototype.toString over Spotter's own wrappers. Every capture
@@ -142,7 +143,7 @@ func TestTimerScriptHidden(t *testing.T) {
 func TestRealLibraries(t *testing.T) {
 	integration(t)
 	for _, lib := range []string{"jquery-1.12.4.min.js", "zone-0.15.1.umd.min.js", "gsap-3.15.0.min.js",
-		"bootstrap-5.3.8.bundle.min.js", "bootstrap-5.3.8.min.css"} {
+		"anime-4.5.0.umd.min.js", "bootstrap-5.3.8.bundle.min.js", "bootstrap-5.3.8.min.css"} {
 		if _, err := os.Stat(filepath.Join(webLibsDir(), lib)); err != nil {
 			t.Fatalf("%v: run screen/cdp/install-weblibs.sh (make test does)", err)
 		}
@@ -155,6 +156,7 @@ func TestRealLibraries(t *testing.T) {
 	}{
 		{"jquery", `typeof jQuery === "function" ? jQuery.fn.jquery : "none"`, "1.12.4"},
 		{"gsap", `typeof gsap === "object" ? gsap.version : "none"`, "3.15.0"},
+		{"anime", `typeof anime === "object" && window.AnimeJS ? window.AnimeJS[0].version : "none"`, "4.5.0"},
 		{"bootstrap", `typeof bootstrap === "object" ? bootstrap.Collapse.VERSION : "none"`, "5.3.8"},
 	}
 	for _, lib := range libs {
