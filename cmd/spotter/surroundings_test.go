@@ -185,18 +185,7 @@ func TestMCPApprovalsAskTheClient(t *testing.T) {
 	}
 	buy := func(cs *sdk.ClientSession) (bool, string) {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer",
-			Arguments: map[string]any{"kind": "click", "at": map[string]any{"x": 200, "y": 320}}})
-		if err != nil {
-			t.Fatalf("click = %v", err)
-		}
-		var text []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*sdk.TextContent); ok {
-				text = append(text, tc.Text)
-			}
-		}
-		return res.IsError, strings.Join(text, "\n")
+		return callText(ctx, t, cs, "computer", map[string]any{"kind": "click", "at": map[string]any{"x": 200, "y": 320}})
 	}
 	args := []string{"--start-url", site.URL, "--viewport", "800x600"}
 	var asked []string
@@ -263,17 +252,7 @@ func TestMCPRecordsSessions(t *testing.T) {
 	cs := startMCP(ctx, t, "--start-url", site.URL, "--viewport", "800x600", "--approvals", "none", "--out", out)
 	call := func(name string, args map[string]any) (failed bool, text string) {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
-		if err != nil {
-			t.Fatalf("%s %v = %v", name, args, err)
-		}
-		var texts []string
-		for _, c := range res.Content {
-			if tc, ok := c.(*sdk.TextContent); ok {
-				texts = append(texts, tc.Text)
-			}
-		}
-		return res.IsError, strings.Join(texts, "\n")
+		return callText(ctx, t, cs, name, args)
 	}
 	at := func(x, y int) map[string]any { return map[string]any{"x": x, "y": y} }
 	for _, step := range []struct {
@@ -419,4 +398,21 @@ func TestSessionTraceNames(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "--out") {
 		t.Errorf("spotter mcp --out FILE = %v, want exit 2 naming --out", err)
 	}
+}
+
+// callText calls tool name on cs and returns whether the result is an
+// error and its text content, joined by newlines.
+func callText(ctx context.Context, t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) (failed bool, text string) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s %v = %v", name, args, err)
+	}
+	var texts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return res.IsError, strings.Join(texts, "\n")
 }
