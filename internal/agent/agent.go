@@ -55,6 +55,7 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/vnc/desktop"
 )
 
@@ -78,9 +79,6 @@ var DefaultChromium = []string{"/usr/lib/chromium/chromium", "chromium", "chromi
 // order; Debian's /usr/bin script runs the binary without exec, so the
 // binary comes first.
 var DefaultShell = []string{"/usr/lib/chromium/chromium-headless-shell", "chromium-headless-shell"}
-
-// frameControlFlags start a headless shell whose frames the host drives.
-var frameControlFlags = []string{"--enable-begin-frame-control", "--run-all-compositor-stages-before-draw", "--disable-checker-imaging"}
 
 // Config configures the agent.
 type Config struct {
@@ -416,31 +414,17 @@ func (a *Agent) browser(c net.Conn, br *bufio.Reader, frameControl bool) {
 	}
 }
 
-// flags are the browser's command line for the profile directory dir.
+// flags are the browser's command line for the profile directory dir:
+// screen/cdp's, as on the host, then the pipe, the profile and the proxy.
 func (a *Agent) flags(dir string, frameControl bool) []string {
-	f := []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
-		"--hide-scrollbars", "--mute-audio",
-		"--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--disable-breakpad", "--disable-extensions",
-		"--disable-default-apps", "--disable-client-side-phishing-detection",
-		"--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
-		"--disable-renderer-backgrounding", "--disable-hang-monitor",
-		"--disable-ipc-flooding-protection", "--disable-popup-blocking", "--disable-prompt-on-repost",
-		"--disable-features=Translate,BlinkGenPropertyTrees",
-		"--enable-features=NetworkService,NetworkServiceInProcess",
-		"--force-color-profile=srgb", "--metrics-recording-only", "--safebrowsing-disable-auto-update",
-		"--password-store=basic", "--use-mock-keychain", "--enable-automation",
-		"--remote-debugging-pipe",
-		"--user-data-dir=" + dir,
+	mode := cdp.Screencast
+	if frameControl {
+		mode = cdp.FrameControl
 	}
+	f := append(cdp.CommandLine(mode), "--remote-debugging-pipe", "--user-data-dir="+dir)
 	if a.cfg.ProxyAddr != "" {
 		f = append(f, "--proxy-server=http://"+a.cfg.ProxyAddr, "--proxy-bypass-list=<-loopback>",
 			"--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
-	}
-	if frameControl {
-		f = append(f, frameControlFlags...)
 	}
 	f = append(f, a.cfg.Flags...)
 	return append(f, "about:blank")

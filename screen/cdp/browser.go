@@ -284,38 +284,17 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	common, err := parseFlags(CommandLine(mode))
+	if err != nil {
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	opts := append([]chromedp.ExecAllocatorOption{
 		// The browser gets only the variables it needs (BrowserEnv), never
 		// the tokens and provider keys of the process that starts it.
 		chromedp.NoInheritEnv,
 		chromedp.Env(BrowserEnv(os.Environ())...),
 		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.DisableGPU,
-		chromedp.NoSandbox,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-	)
-	if mode == FrameControl {
-		opts = append(opts,
-			chromedp.Flag("enable-begin-frame-control", true),
-			chromedp.Flag("run-all-compositor-stages-before-draw", true),
-			// Decode images before the frame that shows them, so that a
-			// frame without damage never still waits for a decode.
-			chromedp.Flag("disable-checker-imaging", true),
-			// Run CSS animations and transitions on the main thread.
-			// A compositor-thread animation that ends while frames are
-			// controlled (a spinner hidden as a transition starts) can
-			// leave HeadlessExperimental.beginFrame without an answer
-			// for good: Chromium waits for a frame the renderer never
-			// submits, and refuses every later one as "Another frame is
-			// pending".
-			chromedp.Flag("disable-threaded-animation", true),
-		)
-	}
+	}, common...)
 	opts = append(opts, flags...)
 	log := cfg.Logger.With(logKeyComponent, "chromium", logKeyMode, mode.String())
 	// The browser outlives ctx, so its contexts derive from one that is
