@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -98,6 +99,77 @@ func (r *Redactor) event(e *trace.Event) {
 	e.Action.Text, e.Mapped.Text = r.String(e.Action.Text), r.String(e.Mapped.Text)
 	e.Action.URL, e.Mapped.URL, e.Frame.URL = r.String(e.Action.URL), r.String(e.Mapped.URL), r.String(e.Frame.URL)
 	e.Raw, e.Input = r.JSON(e.Raw), r.JSON(e.Input)
+	if !e.Page.Empty() {
+		e.Page = r.page(e.Page)
+	}
+}
+
+// page returns a copy of l with every secret value redacted from its
+// messages and URLs.
+func (r *Redactor) page(l screen.PageLog) screen.PageLog {
+	out := l
+	out.Console = make([]screen.ConsoleMessage, len(l.Console))
+	for i, m := range l.Console {
+		m.Text, m.Where = r.String(m.Text), r.URL(m.Where)
+		out.Console[i] = m
+	}
+	out.Requests = make([]screen.Request, len(l.Requests))
+	for i, q := range l.Requests {
+		q.URL, q.Error = r.URL(q.URL), r.String(q.Error)
+		out.Requests[i] = q
+	}
+	return out
+}
+
+// URL returns u with every secret value redacted, as it is and as a URL
+// encodes it: a form sent with GET puts what was typed into the query,
+// percent-encoded, and a page may put it into the path. Each part of the
+// path, query and fragment that holds a secret once decoded is written
+// again with the secret masked.
+func (r *Redactor) URL(u string) string {
+	u = r.String(u)
+	if len(r.values) == 0 || !strings.ContainsAny(u, "%+") {
+		return u
+	}
+	rest, frag, hasFrag := strings.Cut(u, "#")
+	path, query, hasQuery := strings.Cut(rest, "?")
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if d, err := url.PathUnescape(p); err == nil && d != p {
+			if m := r.String(d); m != d {
+				parts[i] = url.PathEscape(m)
+			}
+		}
+	}
+	out := strings.Join(parts, "/")
+	if hasQuery {
+		out += "?" + r.formEncoded(query)
+	}
+	if hasFrag {
+		out += "#" + r.formEncoded(frag)
+	}
+	return out
+}
+
+// formEncoded redacts the names and values of a query string.
+func (r *Redactor) formEncoded(q string) string {
+	pairs := strings.Split(q, "&")
+	for i, kv := range pairs {
+		k, v, hasV := strings.Cut(kv, "=")
+		for _, s := range []*string{&k, &v} {
+			if d, err := url.QueryUnescape(*s); err == nil && d != *s {
+				if m := r.String(d); m != d {
+					*s = url.QueryEscape(m)
+				}
+			}
+		}
+		if hasV {
+			pairs[i] = k + "=" + v
+		} else {
+			pairs[i] = k
+		}
+	}
+	return strings.Join(pairs, "&")
 }
 
 // scrub rewrites the model's own conversation, when it is Stateful and the

@@ -56,6 +56,9 @@ type Display struct {
 	notes notes        // display-level notes for the model: tabs, downloads
 
 	dl downloads // the display's downloads
+	// plog gathers every tab's console messages and requests for the
+	// next capture (pagelog.go).
+	plog pageLog
 
 	// bg scopes the display's own goroutine (screencast acks); Close
 	// cancels it and waits for wg.
@@ -109,7 +112,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		closed: make(chan struct{}),
 	}
 	frames := b.Mode() == FrameControl
-	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent)}
+	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent), chromedp.WithListener(d.plog.onEvent)}
 	if frames {
 		// A frame-controlled tab must be created as one, so the display
 		// creates its browser context and tab itself.
