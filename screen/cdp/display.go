@@ -57,8 +57,9 @@ type Display struct {
 
 	dl downloads // the display's downloads
 	// plog gathers every tab's console messages and requests for the
-	// next capture (pagelog.go).
+	// next capture (pagelog.go); live is the live view (live.go).
 	plog pageLog
+	live live
 
 	// bg scopes the display's own goroutine (screencast acks); Close
 	// cancels it and waits for wg.
@@ -112,7 +113,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		closed: make(chan struct{}),
 	}
 	frames := b.Mode() == FrameControl
-	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent), chromedp.WithListener(d.plog.onEvent)}
+	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent), chromedp.WithListener(d.onTabEvent)}
 	if frames {
 		// A frame-controlled tab must be created as one, so the display
 		// creates its browser context and tab itself.

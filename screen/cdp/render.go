@@ -46,9 +46,13 @@ type screencast struct {
 	tab *tab // nil in unit tests: the display's own fields
 }
 
-// screencastSize is the bound of the tiny screencast images that only serve
-// as a signal that the page drew a new frame.
-const screencastSize = 16
+// screencastSize and signalQuality are the bound and JPEG quality of the
+// tiny screencast images that only serve as a signal that the page drew a
+// new frame (the live view asks for larger ones while someone watches).
+const (
+	screencastSize = 16
+	signalQuality  = 10
+)
 
 func (s *screencast) setup(ctx context.Context) error {
 	d := s.d
@@ -60,14 +64,7 @@ func (s *screencast) setup(ctx context.Context) error {
 		done = s.tab.ctx
 	}
 	d.wg.Go(func() { s.ackFrames(st, t, done) })
-	q := int64(10)
-	_, err := call(ctx, d, page.StartScreencast, page.StartScreencastParams{
-		Format:        page.StartScreencastFormatJpeg,
-		Quality:       &q,
-		MaxWidth:      screencastSize,
-		MaxHeight:     screencastSize,
-		EveryNthFrame: 1, MaxFramesInFlight: 8,
-	})
+	_, err := call(ctx, d, page.StartScreencast, screencastParams(signalQuality, screencastSize, screencastSize))
 	return err
 }
 

@@ -127,7 +127,7 @@ func (d *Display) openTab(ctx context.Context, tb *tab) error {
 func (d *Display) attach(ctx context.Context, id target.ID) error {
 	st := newPageState(time.Now())
 	tctx, tcancel := chromedp.NewContext(d.bctx, chromedp.WithTargetID(id), chromedp.WithListener(st.onEvent),
-		chromedp.WithListener(d.plog.onEvent))
+		chromedp.WithListener(d.onTabEvent))
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(tctx) }()
 	var err error
