@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html/template"
 	"image"
+	"io"
 	_ "image/jpeg" // decode screenshot sizes
 	_ "image/png"
 	"math"
@@ -44,13 +45,28 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 // list folded. A trace that ends in an unfinished event (see Read) still
 // renders, with a warning on the page.
 func WriteReport(dir string) (string, error) {
+	var buf bytes.Buffer
+	if err := Render(&buf, dir); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	if err := writeFileAtomic(dir, ReportFile, buf.Bytes(), true); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	return filepath.Join(dir, ReportFile), nil
+}
+
+// Render writes the report of the trace in dir to w, as WriteReport
+// writes report.html, without writing a file: a server renders the trace
+// of a run still going, or gone by, on request. A page served with it
+// must be served under its policy, ReportCSP.
+func Render(w io.Writer, dir string) error {
 	evs, rerr := Read(dir)
 	if rerr != nil && !errors.Is(rerr, ErrTruncated) {
-		return "", fmt.Errorf("write report: %w", rerr)
+		return rerr
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return "", fmt.Errorf("write report: %w", err)
+		return err
 	}
 	defer root.Close()
 	r := buildReport(evs, func(rel string) ([]byte, error) {
@@ -62,14 +78,10 @@ func WriteReport(dir string) (string, error) {
 	if rerr != nil {
 		r.Warnings = append(r.Warnings, rerr.Error())
 	}
-	var buf bytes.Buffer
-	if err := reportTmpl.Execute(&buf, r); err != nil {
-		return "", fmt.Errorf("write report: render: %w", err)
+	if err := reportTmpl.Execute(w, r); err != nil {
+		return fmt.Errorf("render: %w", err)
 	}
-	if err := writeFileAtomic(dir, ReportFile, buf.Bytes(), true); err != nil {
-		return "", fmt.Errorf("write report: %w", err)
-	}
-	return filepath.Join(dir, ReportFile), nil
+	return nil
 }
 
 // report is what the template shows.

@@ -23,12 +23,16 @@ var viewerHash = func() string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }()
 
-// CSP is the page's Content-Security-Policy: inline images and styles, the
-// viewer's script by its hash, and nothing else: no network, no other
-// script.
-func (r *report) CSP() string {
+// ReportCSP is the Content-Security-Policy of a report: inline images and
+// styles, the viewer's script by its hash, and nothing else: no network,
+// no other script. The page carries it; a server that serves one sends it
+// too.
+func ReportCSP() string {
 	return "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src " + viewerHash
 }
+
+// CSP is the page's Content-Security-Policy, ReportCSP.
+func (r *report) CSP() string { return ReportCSP() }
 
 // Script is the viewer's script.
 func (r *report) Script() template.JS { return template.JS(viewerJS) }

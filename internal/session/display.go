@@ -78,6 +78,7 @@ func (s *Session) openDisplay(ctx context.Context) error {
 	s.mu.Lock()
 	s.disp = g
 	s.mu.Unlock()
+	s.live.displayChanged()
 	return nil
 }
 
@@ -125,6 +126,7 @@ func (s *Session) closeDisplay(ctx context.Context) error {
 	g := s.disp
 	s.disp = nil
 	s.mu.Unlock()
+	s.live.displayChanged()
 	defer s.giveBack()
 	if g == nil {
 		return nil
@@ -247,6 +249,7 @@ func (g *guard) capture(ctx context.Context, o screen.CaptureOptions, loop bool)
 		shot.Events = append(shot.Events, note)
 	}
 	g.last, g.hasLst = shot, true
+	g.s.live.offer(liveShot(shot))
 	return shot, nil
 }
 
@@ -314,6 +317,7 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	g.inner = d
 	g.relaunches = append(g.relaunches, now)
 	g.mu.Unlock()
+	g.s.live.displayChanged()
 	url := g.s.Record().URL
 	if url == "" {
 		url = g.s.spec.StartURL

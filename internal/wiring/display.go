@@ -218,8 +218,10 @@ type OpenedDisplay struct {
 	opened    time.Time
 	// start starts a display and its sandbox; tests replace it.
 	start func(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error)
-	// current is disp, for Dialog, which must not wait for a Perform.
+	// current is disp, for Dialog and Watch, which must not wait for a
+	// Perform; swaps tells a watch that it changed (live.go).
 	current atomic.Pointer[innerRef]
+	swaps   swaps
 }
 
 // innerRef holds the current inner display for OpenedDisplay.Dialog.
@@ -353,6 +355,7 @@ func (d *OpenedDisplay) open(ctx context.Context) error {
 	}
 	d.sb, d.disp = sb, disp
 	d.current.Store(&innerRef{disp})
+	d.swaps.swap(false)
 	return nil
 }
 
@@ -490,6 +493,7 @@ func (d *OpenedDisplay) closeInner(ctx context.Context) error {
 	}
 	d.disp, d.sb = nil, nil
 	d.current.Store(nil)
+	d.swaps.swap(d.closed)
 	return errors.Join(errs...)
 }
 
