@@ -20,6 +20,10 @@
 //     (supplied by the caller through Options.Server).
 //   - tokens: image bytes and estimated image tokens per step under each
 //     provider's size rule, against a full-resolution screenshot.
+//   - live: the panel's live view (GET /session/:id/live) as a client gets
+//     it: frames per second while a page changes (session idle, and
+//     stepping), frames while it does not, and the latency from a change
+//     of the page to the client (live.go).
 //   - context: a scripted 50-step task through each provider adapter
 //     against its fake endpoint, once per context strategy (Spotter's
 //     policy, every screenshot every time, the provider's reference
@@ -46,7 +50,7 @@ import (
 )
 
 // Sections lists the sections in the order they run.
-var Sections = []string{"tokens", "context", "capture", "step", "concurrency", "sandbox", "server"}
+var Sections = []string{"tokens", "context", "capture", "step", "concurrency", "sandbox", "server", "live"}
 
 // viewportPt is the viewport of every page, as a point for scaling.
 var viewportPt = actions.Pt(1280, 800)
@@ -177,6 +181,8 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 			err = r.concurrency(ctx)
 		case "sandbox":
 			err = r.sandbox(ctx)
+		case "live":
+			err = r.live(ctx)
 		case "server":
 			if o.Server == nil {
 				report(Figure{Section: "server", Name: "server", Note: "not measured: no server given"})

@@ -99,3 +99,33 @@ func TestCaptureCarriesPageLog(t *testing.T) {
 		t.Errorf("request /missing.json = %+v, want status 404 (requests: %+v)", missing, shot.Log.Requests)
 	}
 }
+
+// BenchmarkPageLog is what the page log costs a step: per request (sent,
+// answered, finished) and per console message, on chromedp's event loop,
+// and the take at the capture.
+func BenchmarkPageLog(b *testing.B) {
+	msg := &runtime.EventConsoleAPICalled{Type: runtime.ConsoleAPICalledTypeLog,
+		Args: []*runtime.RemoteObject{{Type: "string", Value: []byte(`"a message of some length, as pages log them"`)}, {Type: "number", Value: []byte("42")}}}
+	b.Run("request", func(b *testing.B) {
+		var l pageLog
+		for i := range b.N {
+			id := network.RequestID(fmt.Sprint(i))
+			l.onEvent(&network.EventRequestWillBeSent{RequestID: id, Timestamp: 1, WallTime: 1.7e9,
+				Request: &network.Request{Method: "GET", URL: "https://shop.example/static/app.js?v=123"}, Type: network.ResourceTypeScript})
+			l.onEvent(&network.EventResponseReceived{RequestID: id, Response: &network.Response{Status: 200}})
+			l.onEvent(&network.EventLoadingFinished{RequestID: id, Timestamp: 1.02})
+			if i%50 == 49 {
+				l.take()
+			}
+		}
+	})
+	b.Run("console", func(b *testing.B) {
+		var l pageLog
+		for i := range b.N {
+			l.onEvent(msg)
+			if i%50 == 49 {
+				l.take()
+			}
+		}
+	})
+}
