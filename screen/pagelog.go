@@ -1,6 +1,10 @@
 package screen
 
-import "time"
+import (
+	"sync"
+	"time"
+	"unicode/utf8"
+)
 
 // PageLog is what a page did between two captures, for a person reading a
 // run: the messages of its console and the requests it sent. A display with
@@ -68,4 +72,104 @@ type Request struct {
 	// Pending marks a request still going at the capture (a stream, a long
 	// poll, or one that had not answered yet).
 	Pending bool `json:"pending,omitzero"`
+}
+
+// A PageLogger gathers a PageLog from a browser's events, within its
+// bounds: a display feeds it from its event handlers, which must not wait,
+// and takes what it gathered at each capture. Requests are followed by a
+// key of the display's choosing, from Sent to Done. Its methods are safe
+// for concurrent use; the zero value is ready.
+type PageLogger struct {
+	mu   sync.Mutex
+	log  PageLog
+	open map[any]openRequest // requests still going, by key
+}
+
+type openRequest struct {
+	i     int // in log.Requests
+	start time.Time
+}
+
+// Console records a console message, its text cut to MaxConsoleText.
+func (l *PageLogger) Console(m ConsoleMessage) {
+	m.Text = clipText(m.Text, MaxConsoleText)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.log.Console) == MaxConsole {
+		l.log.Console = append(l.log.Console[:0], l.log.Console[1:]...)
+		l.log.DroppedConsole++
+	}
+	l.log.Console = append(l.log.Console, m)
+}
+
+// Sent records a request the page sent at start (by the clock its
+// duration will be measured with), followed as key.
+func (l *PageLogger) Sent(key any, r Request, start time.Time) {
+	r.URL = clipText(r.URL, MaxURLText)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.log.Requests) == MaxRequests {
+		l.log.Requests = append(l.log.Requests[:0], l.log.Requests[1:]...)
+		l.log.DroppedRequests++
+		for k, o := range l.open {
+			if o.i == 0 {
+				delete(l.open, k)
+				continue
+			}
+			o.i--
+			l.open[k] = o
+		}
+	}
+	if l.open == nil {
+		l.open = map[any]openRequest{}
+	}
+	l.open[key] = openRequest{i: len(l.log.Requests), start: start}
+	l.log.Requests = append(l.log.Requests, r)
+}
+
+// Answered records the status of the response to the request key.
+func (l *PageLogger) Answered(key any, status int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o, ok := l.open[key]; ok {
+		l.log.Requests[o.i].Status = status
+	}
+}
+
+// Done ends the request key at end, which failed if why says why.
+func (l *PageLogger) Done(key any, end time.Time, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	o, ok := l.open[key]
+	if !ok {
+		return
+	}
+	delete(l.open, key)
+	r := &l.log.Requests[o.i]
+	r.Error = why
+	if end.After(o.start) {
+		r.Duration = end.Sub(o.start).Round(time.Microsecond)
+	}
+}
+
+// Take returns what was gathered since the last Take, and forgets it.
+// Requests still going are marked pending and followed no further.
+func (l *PageLogger) Take() PageLog {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.log
+	for _, o := range l.open {
+		out.Requests[o.i].Pending = true
+	}
+	l.log = PageLog{}
+	clear(l.open)
+	return out
+}
+
+// clipText cuts s to at most n characters, with an ellipsis.
+func clipText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/log"
@@ -18,27 +17,12 @@ import (
 // pageLog gathers what the display's pages log to their console and the
 // requests they send, from the protocol events chromedp already receives
 // (it enables the Runtime, Log and Network domains on every tab), for the
-// next capture's screen.PageLog. It is the listener of every tab of the
+// next capture's screen.PageLog. It is a listener of every tab of the
 // display, beside the tab's pageState: it sends no command and does
 // little per event, so it costs a step nothing it would notice; Capture
-// only takes what it holds. It keeps the latest screen.MaxConsole
-// messages and screen.MaxRequests requests and counts the older ones it
-// lets go.
+// only takes what it holds (screen.PageLogger keeps it bounded).
 type pageLog struct {
-	mu       sync.Mutex
-	console  []screen.ConsoleMessage
-	requests []screen.Request
-	// open are the requests still going, by id, at their index in
-	// requests; base is the start time of each, in the protocol's
-	// monotonic seconds, for their durations.
-	open    map[network.RequestID]openRequest
-	dropCon int
-	dropReq int
-}
-
-type openRequest struct {
-	i     int
-	start float64
+	screen.PageLogger
 }
 
 // onEvent records one protocol event of a tab. It runs on chromedp's event
@@ -46,21 +30,21 @@ type openRequest struct {
 func (l *pageLog) onEvent(ev any) {
 	switch ev := ev.(type) {
 	case *runtime.EventConsoleAPICalled:
-		l.addConsole(consoleMessage(ev))
+		l.Console(consoleMessage(ev))
 	case *runtime.EventExceptionThrown:
-		l.addConsole(exceptionMessage(ev))
+		l.Console(exceptionMessage(ev))
 	case *log.EventEntryAdded:
 		if m, ok := logMessage(ev); ok {
-			l.addConsole(m)
+			l.Console(m)
 		}
 	case *network.EventRequestWillBeSent:
 		l.sent(ev)
 	case *network.EventResponseReceived:
 		if ev.Response != nil {
-			l.update(ev.RequestID, func(r *screen.Request) { r.Status = int(ev.Response.Status) })
+			l.Answered(ev.RequestID, int(ev.Response.Status))
 		}
 	case *network.EventLoadingFinished:
-		l.done(ev.RequestID, float64(ev.Timestamp), "")
+		l.Done(ev.RequestID, monotonic(float64(ev.Timestamp)), "")
 	case *network.EventLoadingFailed:
 		why := ev.ErrorText
 		switch {
@@ -69,34 +53,12 @@ func (l *pageLog) onEvent(ev any) {
 		case ev.Canceled:
 			why = "canceled"
 		}
-		l.done(ev.RequestID, float64(ev.Timestamp), why)
+		l.Done(ev.RequestID, monotonic(float64(ev.Timestamp)), why)
 	}
 }
 
-// take returns what was gathered since the last take, and forgets it.
-// Requests still going are reported as pending and not followed further.
-func (l *pageLog) take() screen.PageLog {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := screen.PageLog{Console: l.console, Requests: l.requests, DroppedConsole: l.dropCon, DroppedRequests: l.dropReq}
-	for _, o := range l.open {
-		out.Requests[o.i].Pending = true
-	}
-	l.console, l.requests, l.dropCon, l.dropReq = nil, nil, 0, 0
-	clear(l.open)
-	return out
-}
-
-func (l *pageLog) addConsole(m screen.ConsoleMessage) {
-	m.Text = clipText(m.Text, screen.MaxConsoleText)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.console) == screen.MaxConsole {
-		l.console = append(l.console[:0], l.console[1:]...)
-		l.dropCon++
-	}
-	l.console = append(l.console, m)
-}
+// take returns what was gathered since the last take.
+func (l *pageLog) take() screen.PageLog { return l.Take() }
 
 // sent records a request, or a redirect of one: the redirect's response
 // ends the request it answers, and the new URL is a request of its own.
@@ -104,60 +66,23 @@ func (l *pageLog) sent(ev *network.EventRequestWillBeSent) {
 	if ev.Request == nil {
 		return
 	}
+	at := monotonic(float64(ev.Timestamp))
 	if ev.RedirectResponse != nil {
-		l.update(ev.RequestID, func(r *screen.Request) { r.Status = int(ev.RedirectResponse.Status) })
-		l.done(ev.RequestID, float64(ev.Timestamp), "")
+		l.Answered(ev.RequestID, int(ev.RedirectResponse.Status))
+		l.Done(ev.RequestID, at, "")
 	}
-	r := screen.Request{
+	l.Sent(ev.RequestID, screen.Request{
 		Time:   wallTime(float64(ev.WallTime)),
 		Method: ev.Request.Method,
-		URL:    clipText(ev.Request.URL+ev.Request.URLFragment, screen.MaxURLText),
+		URL:    ev.Request.URL + ev.Request.URLFragment,
 		Type:   strings.ToLower(string(ev.Type)),
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.requests) == screen.MaxRequests {
-		l.requests = append(l.requests[:0], l.requests[1:]...)
-		l.dropReq++
-		for id, o := range l.open {
-			if o.i == 0 {
-				delete(l.open, id)
-				continue
-			}
-			o.i--
-			l.open[id] = o
-		}
-	}
-	if l.open == nil {
-		l.open = map[network.RequestID]openRequest{}
-	}
-	l.open[ev.RequestID] = openRequest{i: len(l.requests), start: float64(ev.Timestamp)}
-	l.requests = append(l.requests, r)
+	}, at)
 }
 
-// update changes the request id if it is still going.
-func (l *pageLog) update(id network.RequestID, f func(*screen.Request)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if o, ok := l.open[id]; ok {
-		f(&l.requests[o.i])
-	}
-}
-
-// done ends the request id at the protocol's monotonic time end.
-func (l *pageLog) done(id network.RequestID, end float64, why string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	o, ok := l.open[id]
-	if !ok {
-		return
-	}
-	delete(l.open, id)
-	r := &l.requests[o.i]
-	r.Error = why
-	if end > o.start {
-		r.Duration = time.Duration((end - o.start) * float64(time.Second)).Round(time.Microsecond)
-	}
+// monotonic is a protocol monotonic time (seconds since some point) as a
+// time.Time, for durations.
+func monotonic(s float64) time.Time {
+	return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second)))
 }
 
 // consoleMessage is a console call as the console shows it: its

@@ -383,6 +383,7 @@ type Display struct {
 	addedCh chan struct{} // receives a value (without blocking the sender) when a page is added
 	opening atomic.Int64  // windows the pages said they open, less the pages added since
 	notes   notes         // display-level notes for the model
+	plog    pageLog       // every tab's console messages and requests, for the next capture (pagelog.go)
 
 	// busy holds a token while a goroutine runs Playwright calls, so that
 	// a call left behind by a canceled context ends before the next starts.
