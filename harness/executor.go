@@ -802,7 +802,7 @@ func (e *Executor) MaskTurn(t Turn) Turn {
 			acts := make([]actions.Action, len(c.Actions))
 			for j, a := range c.Actions {
 				acts[j] = a.Masked()
-				acts[j].Text, acts[j].URL = r.String(acts[j].Text), r.String(acts[j].URL)
+				acts[j].Text, acts[j].URL = r.String(acts[j].Text), r.URL(acts[j].URL)
 			}
 			c.Actions = acts
 		}

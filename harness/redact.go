@@ -25,7 +25,49 @@ type Redactor struct {
 	masks  map[string]string
 }
 
+// add makes r redact v, as it is and as URLs write it (a page can put a
+// secret into its address or a request's, and so into a note that names
+// it), with mask.
 func (r *Redactor) add(v, mask string) {
+	for _, f := range urlForms(v) {
+		r.addOne(f, mask)
+	}
+}
+
+// urlForms returns v and the forms a URL gives it: Go's query and path
+// escaping, JavaScript's encodeURIComponent and an HTML form's encoding.
+func urlForms(v string) []string {
+	forms := []string{v}
+	for _, f := range []string{url.QueryEscape(v), url.PathEscape(v), escapeExcept(v, "-_.!~*'()", false), escapeExcept(v, "*-._", true)} {
+		if !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	return forms
+}
+
+// escapeExcept percent-encodes every byte of v but ASCII letters, digits
+// and keep; with plus, a space becomes "+".
+func escapeExcept(v, keep string, plus bool) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte(keep, c) >= 0:
+			b.WriteByte(c)
+		case c == ' ' && plus:
+			b.WriteByte('+')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+func (r *Redactor) addOne(v, mask string) {
 	if len(v) < minSecret || slices.Contains(r.values, v) {
 		return
 	}
@@ -97,7 +139,7 @@ func (r *Redactor) event(e *trace.Event) {
 		e.Notes = notes
 	}
 	e.Action.Text, e.Mapped.Text = r.String(e.Action.Text), r.String(e.Mapped.Text)
-	e.Action.URL, e.Mapped.URL, e.Frame.URL = r.String(e.Action.URL), r.String(e.Mapped.URL), r.String(e.Frame.URL)
+	e.Action.URL, e.Mapped.URL, e.Frame.URL = r.URL(e.Action.URL), r.URL(e.Mapped.URL), r.URL(e.Frame.URL)
 	e.Raw, e.Input = r.JSON(e.Raw), r.JSON(e.Input)
 	if !e.Page.Empty() {
 		e.Page = r.page(e.Page)
@@ -244,7 +286,7 @@ func (l *loop) toModel(in Input) Input {
 // shot returns a copy of s with its URL and events redacted.
 func (r *Redactor) shot(s *screen.Shot) *screen.Shot {
 	c := *s
-	c.Frame.URL = r.String(c.Frame.URL)
+	c.Frame.URL = r.URL(c.Frame.URL)
 	if c.Events != nil {
 		c.Events = make([]string, len(s.Events))
 		for i, e := range s.Events {

@@ -515,6 +515,9 @@ func (b *reportBuilder) pageLog(c *card, l screen.PageLog) {
 	for _, q := range l.Requests {
 		row := requestRow{At: b.offset(q.Time), Clock: clock(q.Time), Method: q.Method, URL: q.URL, Type: q.Type, Error: q.Error}
 		switch {
+		case q.Status > 0 && q.Pending:
+			row.Status = fmt.Sprint(q.Status)
+			row.Error = joinText(row.Error, "its body had not all arrived, or the page had not read it, at the screenshot")
 		case q.Pending:
 			row.Status = "pending"
 		case q.Status == 0:
