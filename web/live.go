@@ -34,14 +34,7 @@ func (s *Server) live(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	frames := ss.Live(ctx)
-	w := c.Writer
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	ping := time.NewTicker(15 * time.Second)
+	w, ping := startSSE(c)
 	defer ping.Stop()
 	for {
 		select {

@@ -332,14 +332,7 @@ func (s *Server) events(c *gin.Context) {
 // going and everything was sent); otherwise it follows until the client
 // leaves. The client leaving never stops the session.
 func (s *Server) stream(c *gin.Context, ss *session.Session, after int64, untilStop bool) {
-	w := c.Writer
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	ping := time.NewTicker(15 * time.Second)
+	w, ping := startSSE(c)
 	defer ping.Stop()
 	for {
 		evs, changed := ss.Events(after)
@@ -369,6 +362,20 @@ func (s *Server) stream(c *gin.Context, ss *session.Session, after int64, untilS
 			return
 		}
 	}
+}
+
+// startSSE answers c with an SSE stream, its headers sent, and returns
+// its writer and the ticker of its keep-alive comments (": ping"), which
+// the caller stops.
+func startSSE(c *gin.Context) (gin.ResponseWriter, *time.Ticker) {
+	w := c.Writer
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	return w, time.NewTicker(15 * time.Second)
 }
 
 // timed returns an event's data, a JSON object, with the time the event

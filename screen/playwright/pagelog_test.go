@@ -3,11 +3,11 @@ package playwright
 import (
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/screentest"
 )
 
 // A capture carries what the page logged and requested since the one
@@ -31,18 +31,9 @@ func TestCaptureCarriesPageLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var console []string
-	for _, m := range shot.Log.Console {
-		console = append(console, m.Level+" "+m.Source+": "+m.Text)
-	}
-	for _, want := range []string{"warning console: clicked", "error console: something failed: badly", "error exception: Uncaught "} {
-		if !slices.ContainsFunc(console, func(s string) bool { return strings.HasPrefix(s, want) }) {
-			t.Errorf("console after the click = %q, want %q", console, want)
-		}
-	}
-	if slices.ContainsFunc(console, func(s string) bool { return strings.Contains(s, "loaded") }) {
-		t.Errorf("console after the click = %q: the page load's message belongs to the capture before", console)
-	}
+	// The page load's message belongs to the capture before.
+	screentest.CheckConsole(t, shot.Log, []string{"warning console: clicked", "error console: something failed: badly", "error exception: Uncaught "},
+		[]string{"loaded"})
 	reqs := map[string]screen.Request{}
 	for _, r := range shot.Log.Requests {
 		reqs[strings.TrimPrefix(r.URL, srv.URL)] = r
