@@ -20,7 +20,11 @@ type liveFrame struct {
 	MimeType string     `json:"mimeType"`
 	Width    int        `json:"width,omitempty"`
 	Height   int        `json:"height,omitempty"`
-	Data     []byte     `json:"data"` // base64
+	// Image is the size of the session's screenshots, whose pixels an
+	// operator's input names: a point of the frame at a fraction of its
+	// size is that fraction of Image.
+	Image screen.Size `json:"image"`
+	Data  []byte      `json:"data"` // base64
 }
 
 // live answers GET /session/:id/live: the session's live view as SSE, one
@@ -39,7 +43,7 @@ func (s *Server) live(c *gin.Context) {
 	for {
 		select {
 		case f := <-frames:
-			b, err := json.Marshal(frameJSON(f))
+			b, err := json.Marshal(frameJSON(f, ss.Spec().Image()))
 			if err != nil {
 				s.log.Error("encode a live frame", "err", err)
 				continue
@@ -55,8 +59,8 @@ func (s *Server) live(c *gin.Context) {
 	}
 }
 
-func frameJSON(f screen.LiveFrame) liveFrame {
-	out := liveFrame{MimeType: f.Format.MIME(), Width: f.Size.W, Height: f.Size.H, Data: f.Data}
+func frameJSON(f screen.LiveFrame, image screen.Size) liveFrame {
+	out := liveFrame{MimeType: f.Format.MIME(), Width: f.Size.W, Height: f.Size.H, Image: image, Data: f.Data}
 	if !f.Time.IsZero() {
 		t := f.Time.UTC()
 		out.Time = &t

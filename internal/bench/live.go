@@ -250,6 +250,12 @@ func (r *runner) liveMode(ctx context.Context, b *cdp.Browser, mode cdp.Mode) (e
 	f.target("none while the page is idle", still == 0)
 	r.report(f)
 
+	// What watching costs a step: two sessions on the static page, one
+	// watched and one not, stepping in turn.
+	if err := r.liveStepCost(ctx, c, name); err != nil {
+		return fmt.Errorf("step cost: %w", err)
+	}
+
 	// Latency: a change every 250 ms, each with its time painted in.
 	lat, err := r.liveLatency(ctx, c)
 	if err != nil {
@@ -257,6 +263,63 @@ func (r *runner) liveMode(ctx context.Context, b *cdp.Browser, mode cdp.Mode) (e
 	}
 	f = latency("live", name("a page change to the panel (change, frame, SSE, client)"), lat)
 	r.report(f)
+	return nil
+}
+
+// liveStepCost measures the executor API's step (a click on the static
+// page, a settled screenshot back) on a session someone watches and on one
+// nobody does, in turn, round by round: while watched, a capture's settle
+// takes a live frame when one is due, and a step may wait for a live frame
+// the display was taking.
+func (r *runner) liveStepCost(ctx context.Context, c *apiClient, name func(string) string) error {
+	watched, err := c.executor(ctx, r.site.url(pageStatic))
+	if err != nil {
+		return err
+	}
+	defer c.endExecutor(ctx, watched)
+	plain, err := c.executor(ctx, r.site.url(pageStatic))
+	if err != nil {
+		return err
+	}
+	defer c.endExecutor(ctx, plain)
+	l, err := c.followLive(ctx, watched)
+	if err != nil {
+		return err
+	}
+	defer l.stop()
+	if err := l.waitFrames(ctx, 2, time.Minute); err != nil {
+		return err
+	}
+	var on, off []time.Duration
+	n := l.count()
+	for round := -1; round < r.o.Rounds; round++ {
+		call := fmt.Sprintf(`{"type":"tool_use","id":"toolu_c%d","name":"computer","input":{"action":"left_click","coordinate":[%d,%d]}}`,
+			round+1, int(buttonAt.X), int(buttonAt.Y))
+		ids := []string{watched, plain}
+		if round%2 == 0 {
+			ids = []string{plain, watched}
+		}
+		for _, id := range ids {
+			_, took, err := c.call(ctx, id, call)
+			if err != nil {
+				return fmt.Errorf("executor call: %w", err)
+			}
+			if round < 0 {
+				continue // warm-up
+			}
+			if id == watched {
+				on = append(on, took)
+			} else {
+				off = append(off, took)
+			}
+		}
+	}
+	fOff := latency("live", name("a step nobody watches (executor API, static page)"), off)
+	fOn := latency("live", name("the same step while its live view is watched"), on)
+	fOn.against(fOff)
+	fOn.Note = fmt.Sprintf("%d live frames during the %d watched steps", l.count()-n, len(on))
+	r.report(fOff)
+	r.report(fOn)
 	return nil
 }
 

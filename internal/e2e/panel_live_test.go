@@ -340,15 +340,18 @@ func TestPanelLiveHistory(t *testing.T) {
 }
 
 // checkLive checks that the live view shows frames of the session's
-// screen, at the size of its screenshots.
+// screen, of its screenshots' shape, and knows their size.
 func (p *livePanel) checkLive() {
 	p.t.Helper()
 	p.do(p.t, "wait for the live view", 60*time.Second, chromedp.Poll[chromedp.Void](`(() => {
 		const i = document.getElementById('live-img');
 		return Number(i.dataset.frames) > 0 && i.complete && i.naturalWidth > 0 && !i.hidden;
 	})()`))
-	if w := eval[int](p.t, p.panelEnv, `document.getElementById('live-img').naturalWidth`); w != shopViewport.W {
-		p.t.Errorf("live view is %d px wide, want the screenshots' %d", w, shopViewport.W)
+	type view struct{ W, H, ImageW, ImageH int }
+	v := eval[view](p.t, p.panelEnv, `(() => { const i = document.getElementById('live-img');
+		return {W: i.naturalWidth, H: i.naturalHeight, ImageW: Number(i.dataset.imageW), ImageH: Number(i.dataset.imageH)}; })()`)
+	if v.ImageW != shopViewport.W || v.ImageH != shopViewport.H || v.W*shopViewport.H != v.H*shopViewport.W || v.W > shopViewport.W {
+		p.t.Errorf("live view is %dx%d of %dx%d screenshots, want a frame of their shape, no larger, of %v", v.W, v.H, v.ImageW, v.ImageH, shopViewport)
 	}
 }
 

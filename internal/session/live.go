@@ -42,8 +42,11 @@ func (s *Session) Live(ctx context.Context) <-chan screen.LiveFrame {
 	h.subs[ch] = true
 	if h.stop == nil {
 		wctx, stop := context.WithCancel(s.m.base)
-		h.stop = stop
-		s.m.wg.Go(func() { s.watchLive(wctx) })
+		if s.m.goUnlessClosed(func() { s.watchLive(wctx) }) {
+			h.stop = stop
+		} else {
+			stop()
+		}
 	}
 	h.mu.Unlock()
 	context.AfterFunc(ctx, func() {
@@ -103,7 +106,7 @@ func (h *liveHub) next() <-chan struct{} {
 // that is open, and after a change the new one. A display that cannot
 // show itself live leaves the view to the session's screenshots.
 func (s *Session) watchLive(ctx context.Context) {
-	o := screen.LiveOptions{Size: s.spec.image()}
+	o := screen.LiveOptions{Size: liveSize(s.spec.image())}
 	for {
 		changed := s.live.next()
 		s.mu.Lock()
@@ -126,4 +129,34 @@ func (s *Session) watchLive(ctx context.Context) {
 		case <-changed:
 		}
 	}
+}
+
+// goUnlessClosed runs f on a goroutine the Manager owns, unless Close has
+// begun (Close waits for the goroutines that began before it), and
+// reports whether it did.
+func (m *Manager) goUnlessClosed(f func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.wg.Go(f)
+	return true
+}
+
+// maxLiveEdge bounds the long edge of a display's own live frames: the
+// panel shows them smaller, and a browser captures an 800x500 one for
+// about half of a 1280x800 one's time (measured; docs/PERFORMANCE.md,
+// "Live view").
+// The session's screenshots are handed on at their own size.
+const maxLiveEdge = 800
+
+// liveSize is the size of a session's live frames for screenshots of size
+// img.
+func liveSize(img screen.Size) screen.Size {
+	long := max(img.W, img.H)
+	if long <= maxLiveEdge {
+		return img
+	}
+	return screen.Size{W: max(1, img.W*maxLiveEdge/long), H: max(1, img.H*maxLiveEdge/long)}
 }

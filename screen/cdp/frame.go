@@ -548,7 +548,7 @@ type animProbe struct {
 // input or damage it sends the question of what animates, which runs
 // during the next frame.
 func (s *settling) frame(ctx context.Context) (bool, error) {
-	live := s.f.liveShot(s.burst > 0) // a live view's frame, if one is due (live.go)
+	live := s.f.liveShot(s.burst > 0, s.start) // a live view's frame, if one is due (live.go)
 	res, err := s.f.frame(ctx, live)
 	if err != nil {
 		return false, err

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/headlessexperimental"
 	"github.com/chromedp/cdproto/page"
 
+	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -22,18 +23,23 @@ import (
 // watches, and little while someone does. A watch starts with a frame of
 // the page as it is, and then sends its changes.
 //
-// In FrameControl mode the page is drawn only when the display runs a
-// frame, so the live view runs them: while no capture or action holds
-// the display, a frame every interval, and when it drew something new
-// (damage), one more with a screenshot, which is the live frame; a page
-// that does not change costs one frame per interval and sends nothing.
-// While a capture settles, its own frames show the page: after a frame
-// that drew something new, the next one takes a screenshot if a live
-// frame is due. In Screencast mode the page draws on its own clock and
-// the screencast that tells the settle when it draws sends images of the
-// live size while someone watches; the frames that come sooner than the
-// interval after the last are held, the newest is handed on at the next
-// tick.
+// Between steps, while no capture or action holds the display, the view
+// looks at the page once an interval: in FrameControl mode it runs a frame
+// (the page is drawn only then), in Screencast mode it reads the count of
+// frames the page drew. When the page drew something new, it captures it
+// at the live size (Page.captureScreenshot of the viewport, scaled: at
+// 800x500 about half the time of one at 1280x800, measured),
+// under the display's lock. A page that does not change costs one frame
+// per interval in FrameControl mode, nothing in Screencast mode, and sends
+// nothing. Right after a capture, whose screenshot shows the page, the
+// view waits two intervals: a session that steps back to back does not
+// wait for it.
+//
+// During a capture's settle that runs longer than an interval (a page
+// that loads or animates), in FrameControl mode the frame after one that
+// drew something new takes a screenshot of the window (the model's size)
+// when a live frame is due. In Screencast mode a capture shows only its
+// own screenshot.
 
 // liveQuality is the JPEG quality of live frames by default.
 const liveQuality = 60
@@ -43,19 +49,26 @@ type live struct {
 	mu      sync.Mutex
 	each    func(screen.LiveFrame) // nil while nobody watches
 	o       screen.LiveOptions
-	last    time.Time
-	pending *screen.LiveFrame
-	tab     *tab // Screencast: the tab whose screencast sends live frames
-	// ticks counts the looks at the page the view has taken (tests wait
-	// on it).
-	ticks atomic.Int64
+	last    time.Time // when the last frame was handed on
+	seq     int       // the display's capture count at the last look; -1 before it
+	settled time.Time // when the view saw that a capture had run
+	drawn   int64     // Screencast: the page's frame count at the last look
+	// echo says, in Screencast mode, that the view captured the page at
+	// its last look: the one frame that capture drew may be counted as
+	// the page's (it can come late, under load).
+	echo bool
+	sent []byte // the last frame handed on
+	// ticks counts the looks at the page the view has taken, and grabs
+	// its captures (tests wait on them).
+	ticks, grabs atomic.Int64
 }
 
 // errWatched refuses a second watcher of a display.
 var errWatched = errors.New("the display is already watched")
 
 // Watch shows the display live: see screen.Watcher. Frames are JPEG
-// images of o.Size, the size of the session's screenshots.
+// images that fit in o.Size; those taken during a capture's settle are of
+// the capture's size.
 func (d *Display) Watch(ctx context.Context, o screen.LiveOptions, each func(screen.LiveFrame)) error {
 	o.Interval = cmp.Or(o.Interval, screen.DefaultLiveInterval)
 	o.Quality = cmp.Or(o.Quality, liveQuality)
@@ -66,21 +79,13 @@ func (d *Display) Watch(ctx context.Context, o screen.LiveOptions, each func(scr
 		return fmt.Errorf("watch: %w", err)
 	}
 	defer d.live.stop()
-	if !d.frames {
-		defer d.liveScreencast(false)
-	}
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
 	for {
 		if cause := d.goneCause(); cause != "" {
 			return fmt.Errorf("watch: %s: %w", cause, screen.ErrGone)
 		}
-		if d.frames {
-			d.liveFrame(ctx)
-		} else if d.liveScreencast(true) {
-			d.live.flush(time.Now())
-			d.live.ticks.Add(1)
-		}
+		d.liveLook(ctx)
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
@@ -97,14 +102,14 @@ func (l *live) start(o screen.LiveOptions, each func(screen.LiveFrame)) error {
 	if l.each != nil {
 		return errWatched
 	}
-	l.each, l.o, l.last, l.pending, l.tab = each, o, time.Time{}, nil, nil
+	l.each, l.o, l.last, l.seq, l.settled, l.drawn, l.echo, l.sent = each, o, time.Time{}, -1, time.Time{}, -1, false, nil
 	return nil
 }
 
 func (l *live) stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.each, l.pending = nil, nil
+	l.each = nil
 }
 
 // due reports whether a live frame would be handed on at now.
@@ -114,233 +119,172 @@ func (l *live) due(now time.Time) bool {
 	return l.each != nil && now.Sub(l.last) >= l.o.Interval
 }
 
-// offer hands f on if a frame is due, and otherwise holds it for flush.
+// offer hands f on, if someone watches and it is not the frame handed on
+// last again (the same pixels encode to the same bytes).
 func (l *live) offer(f screen.LiveFrame) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.each == nil {
+	if l.each == nil || bytes.Equal(f.Data, l.sent) {
 		return
 	}
-	if time.Since(l.last) < l.o.Interval {
-		l.pending = &f
-		return
-	}
-	l.send(f)
-}
-
-// flush hands on the frame offer held, once it is due.
-func (l *live) flush(now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.each != nil && l.pending != nil && now.Sub(l.last) >= l.o.Interval {
-		l.send(*l.pending)
-	}
-}
-
-// send hands f on. l.mu is held.
-func (l *live) send(f screen.LiveFrame) {
-	l.last, l.pending = time.Now(), nil
+	l.last, l.sent = time.Now(), f.Data
 	l.each(f)
 }
 
-// onEvent takes the frames of a screencast of the live size (Screencast
-// mode): the tiny ones that only tell the settle that the page drew are
-// too small to show and are left out.
-func (l *live) onEvent(ev any) {
-	fr, ok := ev.(*page.EventScreencastFrame)
-	if !ok {
-		return
-	}
+func (l *live) options() screen.LiveOptions {
 	l.mu.Lock()
-	watching := l.each != nil
-	l.mu.Unlock()
-	if !watching {
-		return
-	}
-	data := fr.Data // decoded from base64 already
-	format, size, err := imageSize(data)
-	if err != nil || size.W <= 4*screencastSize {
-		return
-	}
-	at := time.Now()
-	if m := fr.Metadata; m != nil && m.Timestamp > 0 {
-		at = wallTime(float64(m.Timestamp))
-	}
-	l.offer(screen.LiveFrame{Data: data, Format: format, Size: size, Time: at})
+	defer l.mu.Unlock()
+	return l.o
 }
 
-// onTabEvent is the listener of every tab of the display beside its
-// pageState: the page log and the live view take their events.
-func (d *Display) onTabEvent(ev any) {
-	d.plog.onEvent(ev)
-	d.live.onEvent(ev)
-}
-
-// liveFrame runs one frame of FrameControl's live view, if a frame is due
-// and nothing else holds the display.
-func (d *Display) liveFrame(ctx context.Context) {
-	if !d.live.due(time.Now()) || !d.mu.TryLock() {
-		return // a capture or an action runs: its frames show the page
+// liveLook takes one look at the page for the live view, if a frame is
+// due and nothing else holds the display, and captures it if it changed.
+func (d *Display) liveLook(ctx context.Context) {
+	now := time.Now()
+	if !d.live.due(now) || !d.mu.TryLock() {
+		return // a capture or an action runs
 	}
 	defer d.mu.Unlock()
-	f, ok := d.r.(*frameControl)
-	if !ok || d.check() != nil {
+	if d.check() != nil {
 		return
 	}
 	if _, open, _ := d.state.currentDialog(); open {
 		return // the page draws nothing new until the dialog closes
 	}
-	d.live.mu.Lock()
-	first := d.live.last.IsZero()
-	d.live.mu.Unlock()
-	data, err := f.live(ctx, first)
+	l := &d.live
+	l.mu.Lock()
+	first := l.last.IsZero()
+	captured := l.seq >= 0 && l.seq != d.seq
+	if captured {
+		l.settled = now
+	}
+	l.seq = d.seq
+	wait := !first && now.Sub(l.settled) < 2*l.o.Interval
+	l.mu.Unlock()
+	if wait {
+		return // the capture's screenshot shows the page
+	}
 	d.live.ticks.Add(1)
+	changed, err := d.liveChanged(ctx)
 	if err != nil {
-		d.log.DebugContext(ctx, "live frame", "err", err)
+		d.log.DebugContext(ctx, "live view: look at the page", "err", err)
 		return
 	}
-	if data != nil {
-		d.live.offer(screen.LiveFrame{Data: data, Format: screen.JPEG, Size: f.out.size, Time: time.Now()})
+	if !changed && !first {
+		return
 	}
+	f, err := d.liveGrab(ctx)
+	if err != nil {
+		d.log.DebugContext(ctx, "live view: capture", "err", err)
+		return
+	}
+	d.live.offer(f)
 }
 
-// live runs a frame and, if it drew something new, one more with a
-// screenshot, which it returns; nil if nothing changed. The window is
-// made to show what a capture of the live size shows. The frame right
-// after a screenshot always reports damage (see keptShot), so there a
-// second frame tells. The first frame of a watch (first) is taken
-// whether the page changed or not: it shows the page as it is.
-func (f *frameControl) live(ctx context.Context, first bool) ([]byte, error) {
-	d := f.d
-	d.live.mu.Lock()
-	o := d.live.o
-	d.live.mu.Unlock()
-	req, err := d.captureRequest(screen.CaptureOptions{Size: o.Size, Format: screen.JPEG, Quality: o.Quality})
-	if err != nil {
-		return nil, err
-	}
-	out, _ := f.outputFor(req)
-	if err := f.apply(ctx, out); err != nil {
-		return nil, err
+// liveChanged reports whether the page drew anything new since the view's
+// last look. In FrameControl mode it runs a frame; the frame right after a
+// screenshot always reports damage (see keptShot), so there a second one
+// tells.
+func (d *Display) liveChanged(ctx context.Context) (bool, error) {
+	f, ok := d.r.(*frameControl)
+	if !ok {
+		n := d.state.frameCount()
+		l := &d.live
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		changed := n != l.drawn && !(l.echo && n == l.drawn+1)
+		l.drawn, l.echo = n, false
+		return changed, nil
 	}
 	after := f.afterShot
-	for range 2 {
-		if first {
-			break
-		}
+	for {
 		res, err := f.frame(ctx, nil)
 		if err != nil || !res.HasDamage {
-			return nil, err
+			return false, err
 		}
 		if !after {
-			break
+			return true, nil
 		}
 		after = false
 	}
-	res, err := f.frame(ctx, f.liveParams(o))
-	if err != nil || !f.liveSized(res.ScreenshotData) {
-		return nil, err
+}
+
+// liveGrab captures the page at the live size: Page.captureScreenshot of
+// the viewport, scaled by the browser (in FrameControl mode, with frames
+// run until it returns). The capture's own redraw is not the page's.
+func (d *Display) liveGrab(ctx context.Context) (screen.LiveFrame, error) {
+	o := d.live.options()
+	req, err := d.captureRequest(screen.CaptureOptions{Size: o.Size, Format: screen.JPEG, Quality: o.Quality})
+	if err != nil {
+		return screen.LiveFrame{}, err
 	}
-	return res.ScreenshotData, nil
+	metrics, err := call(ctx, d, page.GetLayoutMetrics, cdp.Empty{})
+	if err != nil {
+		return screen.LiveFrame{}, err
+	}
+	var scroll actions.Point
+	if v := metrics.CSSVisualViewport; v != nil {
+		scroll = actions.Pt(v.PageX, v.PageY)
+	}
+	taken := time.Now()
+	d.live.grabs.Add(1)
+	var data []byte
+	if f, ok := d.r.(*frameControl); ok {
+		err = f.pump(ctx, func(ctx context.Context) error {
+			res, err := call(ctx, d, page.CaptureScreenshot, clipParams(req, scroll, d.zoom()))
+			data = res.Data
+			return err
+		})
+	} else {
+		data, err = d.r.grab(ctx, req, scroll) // Screencast's grab brackets its own redraw
+		d.live.mu.Lock()
+		d.live.drawn, d.live.echo = d.state.frameCount(), true
+		d.live.mu.Unlock()
+	}
+	if err != nil {
+		return screen.LiveFrame{}, err
+	}
+	format, size, err := imageSize(data)
+	if err != nil {
+		return screen.LiveFrame{}, fmt.Errorf("the browser returned a bad image: %w", err)
+	}
+	return screen.LiveFrame{Data: data, Format: format, Size: size, Time: taken}, nil
 }
 
 // liveShot returns the screenshot parameters for the next frame of a
-// settle if it should be a live frame: someone watches, the frame before
-// drew something new, a frame is due, and the window shows what a live
-// frame shows (a settle for a region's capture leaves it as it was). The
-// settle hands the screenshot on with liveShown.
-func (f *frameControl) liveShot(damaged bool) *headlessexperimental.ScreenshotParams {
-	if !damaged || !f.d.live.due(time.Now()) {
+// FrameControl settle that started at start, if it should be a live frame:
+// someone watches, the settle has run longer than an interval (a short one
+// ends in the capture's own screenshot), the frame before drew something
+// new, and a frame is due. The settle hands the screenshot on with
+// liveShown.
+func (f *frameControl) liveShot(damaged bool, start time.Time) *headlessexperimental.ScreenshotParams {
+	now := time.Now()
+	if !damaged || !f.d.live.due(now) || f.out.size.Empty() {
 		return nil
 	}
-	f.d.live.mu.Lock()
-	o := f.d.live.o
-	f.d.live.mu.Unlock()
-	req, err := f.d.captureRequest(screen.CaptureOptions{Size: o.Size, Format: screen.JPEG, Quality: o.Quality})
-	if err != nil {
+	o := f.d.live.options()
+	if now.Sub(start) < o.Interval {
 		return nil
 	}
-	if out, _ := f.outputFor(req); out != f.out {
-		return nil
-	}
-	return f.liveParams(o)
-}
-
-// liveShown hands on the screenshot of a frame that liveShot asked for.
-func (f *frameControl) liveShown(sp *headlessexperimental.ScreenshotParams, res headlessexperimental.BeginFrameResult) {
-	if sp != nil && f.liveSized(res.ScreenshotData) {
-		f.d.live.offer(screen.LiveFrame{Data: res.ScreenshotData, Format: screen.JPEG, Size: f.out.size, Time: time.Now()})
-	}
-}
-
-func (f *frameControl) liveParams(o screen.LiveOptions) *headlessexperimental.ScreenshotParams {
 	return &headlessexperimental.ScreenshotParams{Format: headlessexperimental.ScreenshotParamsFormatJpeg,
 		Quality: new(int64(o.Quality)), OptimizeForSpeed: true}
 }
 
-// liveSized reports whether data is a JPEG of the window's size: a frame
-// drawn before the window took its size is not.
-func (f *frameControl) liveSized(data []byte) bool {
-	if len(data) == 0 || !bytes.HasPrefix(data, []byte{0xff, 0xd8}) {
-		return false
+// liveShown hands on the screenshot of a frame that liveShot asked for,
+// if it is a JPEG of the window's size (a frame drawn before the window
+// took its size is not).
+func (f *frameControl) liveShown(sp *headlessexperimental.ScreenshotParams, res headlessexperimental.BeginFrameResult) {
+	data := res.ScreenshotData
+	if sp == nil || len(data) == 0 || !bytes.HasPrefix(data, []byte{0xff, 0xd8}) {
+		return
 	}
-	_, size, err := imageSize(data)
-	return err == nil && size == f.out.size
+	if _, size, err := imageSize(data); err == nil && size == f.out.size {
+		f.d.live.offer(screen.LiveFrame{Data: data, Format: screen.JPEG, Size: size, Time: time.Now()})
+	}
 }
 
-// liveScreencast makes the active tab's screencast (Screencast mode) send
-// images of the live size while on, and the tiny ones again when not, and
-// reports whether it does. On, it gives up when a capture or an action
-// holds the display (the next tick tries again); off, it waits for them.
-// Either is bounded by the display's command timeout.
-func (d *Display) liveScreencast(on bool) bool {
-	d.live.mu.Lock()
-	o, was := d.live.o, d.live.tab
-	d.live.mu.Unlock()
-	if !on && was == nil {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(d.bg, d.cfg.CommandTimeout)
-	defer cancel()
-	if on && !d.mu.TryLock() {
-		return false
-	}
-	if !on {
-		d.mu.Lock()
-	}
-	defer d.mu.Unlock()
-	if on && was == d.cur {
-		return true
-	}
-	if d.cur == nil || d.check() != nil {
-		return false
-	}
-	q, w, h := int64(signalQuality), int64(screencastSize), int64(screencastSize)
-	if on {
-		q, w, h = int64(o.Quality), int64(o.Size.W), int64(o.Size.H)
-	}
-	// A screencast that runs cannot be changed: it is stopped and
-	// started again with the new size.
-	if _, err := call(ctx, d, page.StopScreencast, cdp.Empty{}); err != nil {
-		d.log.Debug("live screencast", "on", on, "err", err)
-		return false
-	}
-	if _, err := call(ctx, d, page.StartScreencast, screencastParams(q, w, h)); err != nil {
-		d.log.Debug("live screencast", "on", on, "err", err)
-		return false
-	}
-	d.live.mu.Lock()
-	d.live.tab = nil
-	if on {
-		d.live.tab = d.cur
-	}
-	d.live.mu.Unlock()
-	return true
-}
-
-// screencastParams start a screencast of JPEG images of quality q that fit
-// in w by h px, one per frame the page draws.
-func screencastParams(q, w, h int64) page.StartScreencastParams {
-	return page.StartScreencastParams{Format: page.StartScreencastFormatJpeg, Quality: &q, MaxWidth: w, MaxHeight: h,
-		EveryNthFrame: 1, MaxFramesInFlight: 8}
+// onTabEvent is the listener of every tab of the display beside its
+// pageState: the page log takes its events.
+func (d *Display) onTabEvent(ev any) {
+	d.plog.onEvent(ev)
 }

@@ -46,13 +46,9 @@ type screencast struct {
 	tab *tab // nil in unit tests: the display's own fields
 }
 
-// screencastSize and signalQuality are the bound and JPEG quality of the
-// tiny screencast images that only serve as a signal that the page drew a
-// new frame (the live view asks for larger ones while someone watches).
-const (
-	screencastSize = 16
-	signalQuality  = 10
-)
+// screencastSize is the bound of the tiny screencast images that only serve
+// as a signal that the page drew a new frame.
+const screencastSize = 16
 
 func (s *screencast) setup(ctx context.Context) error {
 	d := s.d
@@ -64,7 +60,14 @@ func (s *screencast) setup(ctx context.Context) error {
 		done = s.tab.ctx
 	}
 	d.wg.Go(func() { s.ackFrames(st, t, done) })
-	_, err := call(ctx, d, page.StartScreencast, screencastParams(signalQuality, screencastSize, screencastSize))
+	q := int64(10)
+	_, err := call(ctx, d, page.StartScreencast, page.StartScreencastParams{
+		Format:        page.StartScreencastFormatJpeg,
+		Quality:       &q,
+		MaxWidth:      screencastSize,
+		MaxHeight:     screencastSize,
+		EveryNthFrame: 1, MaxFramesInFlight: 8,
+	})
 	return err
 }
 

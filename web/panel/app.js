@@ -142,6 +142,7 @@
     live: null,         // the live view's EventSource
     liveTime: 0,        // when the picture on show was drawn (ms since the epoch)
     liveFrames: 0,      // live frames shown since the session opened
+    imageSize: null,    // {w, h} of the session's screenshots, from the live view
     follow: true,       // the history follows its newest entries
     lastWords: '',      // the model's words in the current turn
     pollTimer: null,
@@ -381,6 +382,7 @@
     state.lastWords = '';
     state.liveTime = 0;
     state.liveFrames = 0;
+    state.imageSize = null;
     delete $('session-status').dataset.stop;
     $('live-img').removeAttribute('src');
     $('live-img').hidden = true;
@@ -657,9 +659,11 @@
       if (state.liveTime && t < state.liveTime) return;
       state.liveTime = t;
       state.liveFrames++;
+      if (f.image && f.image.w > 0 && f.image.h > 0) state.imageSize = { w: Number(f.image.w), h: Number(f.image.h) };
       const img = $('live-img');
       img.dataset.frames = String(state.liveFrames);
       img.dataset.drawn = String(t);
+      if (state.imageSize) { img.dataset.imageW = String(state.imageSize.w); img.dataset.imageH = String(state.imageSize.h); }
       img.src = 'data:' + mime + ';base64,' + f.data;
     });
   }
@@ -688,21 +692,22 @@
     }
   }
 
-  // imagePoint turns a pointer event on img into the image's own pixels.
-  function imagePoint(img, ev) {
+  // imagePoint turns a pointer event on img into pixels of an image of
+  // size (default: img's own) shown in img's place.
+  function imagePoint(img, ev, size) {
     const r = img.getBoundingClientRect();
     if (!r.width || !r.height || !img.naturalWidth) return null;
-    const x = Math.floor((ev.clientX - r.left) * img.naturalWidth / r.width);
-    const y = Math.floor((ev.clientY - r.top) * img.naturalHeight / r.height);
-    return {
-      x: Math.min(Math.max(x, 0), img.naturalWidth - 1),
-      y: Math.min(Math.max(y, 0), img.naturalHeight - 1),
-    };
+    const w = size ? size.w : img.naturalWidth, h = size ? size.h : img.naturalHeight;
+    const x = Math.floor((ev.clientX - r.left) * w / r.width);
+    const y = Math.floor((ev.clientY - r.top) * h / r.height);
+    return { x: Math.min(Math.max(x, 0), w - 1), y: Math.min(Math.max(y, 0), h - 1) };
   }
 
   function liveClick(ev) {
     if (!state.takeover) return;
-    const p = imagePoint($('live-img'), ev);
+    // A live frame may be smaller than the session's screenshots, whose
+    // pixels the input names: the point at the same fraction of them.
+    const p = imagePoint($('live-img'), ev, state.imageSize);
     if (!p) return;
     $('tk-x').value = p.x;
     $('tk-y').value = p.y;
