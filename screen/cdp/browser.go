@@ -321,7 +321,7 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	// The browser outlives ctx, so its contexts derive from one that is
 	// never canceled by the caller.
 	actx, acancel := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
-	bctx, bcancel := chromedp.NewContext(actx,
+	bctx, cancelOnce := chromedp.NewContext(actx,
 		chromedp.WithLogf(func(format string, args ...any) {
 			log.Debug(fmt.Sprintf(format, args...))
 		}),
@@ -329,6 +329,10 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 			log.Warn(fmt.Sprintf(format, args...))
 		}),
 	)
+	// chromedp's cancel function waits for the browser's allocation to
+	// end; called a second time after an allocation that never began (a
+	// context already done), it waits for good. It is called once.
+	bcancel := sync.OnceFunc(cancelOnce)
 	b := &Browser{cfg: cfg, log: log, path: path, mode: mode, ctx: bctx, cancel: bcancel, allocCancel: acancel}
 
 	// The first call on bctx starts the process and binds it to bctx, so it
