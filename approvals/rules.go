@@ -1,10 +1,8 @@
 package approvals
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"regexp"
@@ -14,9 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/internal/yamldoc"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -37,6 +34,9 @@ const (
 // DefaultTimeout is how long a request waits for a human when the rules
 // name no timeout. Then it is denied.
 const DefaultTimeout = 5 * time.Minute
+
+// MaxTimeout is the longest timeout the rules may name.
+const MaxTimeout = 24 * time.Hour
 
 // Names of the built-in rules, in the order they are checked.
 const (
@@ -160,17 +160,11 @@ func Load(path string) (Rules, error) {
 }
 
 func parse(b []byte) (Rules, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
 	r := Default()
-	if err := dec.Decode(&r); errors.Is(err, io.EOF) {
+	if err := yamldoc.Decode(b, &r); errors.Is(err, yamldoc.ErrEmpty) {
 		return Default(), nil
 	} else if err != nil {
-		return Rules{}, fmt.Errorf("%v", err) // yaml's errors are not our API
-	}
-	var more yaml.Node
-	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return Rules{}, errors.New("want one YAML document")
+		return Rules{}, err
 	}
 	if _, err := r.compile(); err != nil {
 		return Rules{}, err
@@ -212,6 +206,9 @@ func (r Rules) compile() (*compiled, error) {
 	}
 	if r.Timeout < 0 {
 		return nil, fmt.Errorf("timeout %v is negative", r.Timeout)
+	}
+	if r.Timeout > MaxTimeout {
+		return nil, fmt.Errorf("timeout %v is longer than %v: a question nobody answers in a day is a denial", r.Timeout, MaxTimeout)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout

@@ -273,11 +273,16 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
-		{"unknown field", "superviser: all", "field superviser not found"},
+		{"unknown field", "superviser: all", "superviser (line 1): unknown field; the fields here are disable, hosts"},
 		{"bad supervise", "supervise: some", `supervise "some": want all, flagged or none`},
 		{"negative timeout", "timeout: -1s", "negative"},
-		{"bad timeout", "timeout: soon", "soon"},
+		{"bad timeout", "timeout: soon", `timeout (line 1): want a duration such as 90s, 5m or 1h30m, got "soon"`},
+		{"absurd timeout", "timeout: 87600h", "longer than 24h0m0s"},
+		{"a Go type nowhere", "rules: [{name: r, reason: why, kinds: click}]", `rules[0].kinds (line 1): want a list, got "click"`},
+		{"unknown field in a rule", "rules: [{name: r, reason: why, target: {txt: buy}}]", "rules[0].target.txt (line 1): unknown field"},
 		{"bad host", `hosts: ["http://x.example/"]`, "host pattern"},
+		{"zone in a host", `hosts: ["[::1%eth0]"]`, "has a zone"},
+		{"host with wildcard port", `hosts: ["*:*"]`, `host pattern "*:*"`},
 		{"unknown rule", "disable: [purchases]", `unknown rule "purchases"`},
 		{"safety check", "disable: [safety-check]", "cannot be disabled"},
 		{"bad key", `keys: ["ctrl+nokey"]`, "nokey"},
@@ -289,7 +294,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown kind", "rules: [{name: r, reason: why, kinds: [clack]}]", "clack"},
 		{"duplicate name", "rules: [{name: purchase, reason: why, kinds: [click]}]", "already used"},
 		{"two documents", "supervise: all\n---\nsupervise: none", "one YAML document"},
-		{"not a map", "[1, 2]", "cannot unmarshal"},
+		{"not a map", "[1, 2]", "want a mapping of fields"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

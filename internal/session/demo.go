@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/internal/demo"
 )
@@ -64,16 +63,8 @@ func (s *Spec) builtin(kind string) error {
 		if len(s.Tools) > 0 {
 			return bad("a script model cannot call application-side tools")
 		}
-		for i, t := range m.Turns {
-			batches := t.Calls
-			if len(t.Actions) > 0 {
-				batches = append([]script.Batch{t.Actions}, batches...)
-			}
-			for j, b := range batches {
-				if _, err := openai.DecodeActions([]byte(b)); err != nil {
-					return bad("model.turns[%d], batch %d: %v", i, j, err)
-				}
-			}
+		if err := script.Check(m.Turns); err != nil {
+			return bad("model.%v", err)
 		}
 	case len(m.Turns) > 0:
 		return bad("model.turns are for the script provider, not %q", m.Provider)
