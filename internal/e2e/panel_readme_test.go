@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,15 +80,32 @@ func TestMCPDocsConfigs(t *testing.T) {
 	}
 }
 
-// buildSpotter builds the spotter binary into a temporary directory.
+// The spotter binary, built once for the tests of this package that run
+// it, into a directory TestMain removes.
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// buildSpotter returns the spotter binary, building it on first use.
 func buildSpotter(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spotter")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/spotter-harness/spotter/cmd/spotter").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "spotter-e2e-bin"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "spotter")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/spotter-harness/spotter/cmd/spotter").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return binPath
 }
 
 // TestReadmeFirstScreen runs the three commands of the README's first
