@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,39 @@ const DriverVersion = "1.52.0"
 // ErrNoDriver is returned by Launch and Open when the driver directory
 // holds no Playwright driver.
 var ErrNoDriver = errors.New("no Playwright driver: run screen/playwright/install-driver.sh")
+
+// ErrVersion marks a Playwright server of another version than
+// DriverVersion's: Playwright's servers take clients of their own minor
+// version only. Connect errors that wrap it are *VersionError.
+var ErrVersion = errors.New("the Playwright server's version is not the client's")
+
+// VersionError says which versions a Playwright server and this client
+// are, as the server's refusal names them ("1.50", "1.52").
+type VersionError struct {
+	Server, Client string
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("the Playwright server runs Playwright %s and Spotter's client is Playwright %s: a server takes "+
+		"clients of its own minor version only (run the server with playwright-core %s, or point at one that runs it)",
+		e.Server, e.Client, DriverVersion)
+}
+
+// Is makes a VersionError match ErrVersion.
+func (e *VersionError) Is(target error) bool { return target == ErrVersion }
+
+// mismatch finds the versions in a Playwright server's refusal of a
+// client of another version (HTTP 428, "Playwright version mismatch: -
+// server version: v1.50 - client version: v1.52").
+var mismatch = regexp.MustCompile(`(?s)version mismatch.*?server version: v?([0-9][0-9.]*).*?client version: v?([0-9][0-9.]*)`)
+
+func versionError(err error) *VersionError {
+	m := mismatch.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	return &VersionError{Server: m[1], Client: m[2]}
+}
 
 // ErrUnresponsive marks a page that did not answer a Playwright call within
 // the display's CommandTimeout, such as a page whose script runs an endless
@@ -290,6 +324,9 @@ func (b *Browser) connect(ctx context.Context, timeout time.Duration) error {
 		Timeout: new(float64(timeout.Milliseconds())),
 	})
 	if err != nil {
+		if ve := versionError(err); ve != nil {
+			return fmt.Errorf("connect to playwright server %s: %w", where, ve)
+		}
 		return fmt.Errorf("connect to playwright server %s: %s", where, playwrightText(err))
 	}
 	b.browser = browser
