@@ -180,7 +180,7 @@ func openSandboxes(ctx context.Context, name string, memoryMiB uint64, log *slog
 	if err != nil {
 		return "", nil, fmt.Errorf("--isolate: %w", err)
 	}
-	cfg := wiring.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Logger: log}
+	cfg := wiring.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Logger: log, Auto: name == "auto"}
 	cfg.Containerd.Socket = os.Getenv("SPOTTER_CONTAINERD_SOCKET")
 	sbx, err := wiring.NewSandboxes(ctx, cfg)
 	if err != nil {

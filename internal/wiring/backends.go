@@ -29,9 +29,10 @@ func starter(req DisplayRequest) (func(context.Context, DisplayRequest) (inner, 
 	case Desktop:
 		return startDesktop, nil
 	case Playwright:
-		if req.Sandboxes != nil && req.Sandboxes.Backend() == isolate.Containerd && req.Display.WSEndpoint == "" {
+		if req.Sandboxes != nil && req.Sandboxes.Backend() == isolate.Containerd && req.Display.WSEndpoint == "" &&
+			!req.Sandboxes.fallsBack(req.Display) {
 			return nil, bad("display.backend playwright runs its browser on the host, not in a containerd sandbox: " +
-				"use --isolate local or none, or a remote browser server (display.ws_endpoint)")
+				"use --isolate auto, local or none, or a remote browser server (display.ws_endpoint)")
 		}
 		return startPlaywright, nil
 	}
