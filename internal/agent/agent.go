@@ -54,6 +54,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spotter-harness/spotter/internal/chromeflags"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/vnc/desktop"
 )
@@ -418,23 +419,22 @@ func (a *Agent) browser(c net.Conn, br *bufio.Reader, frameControl bool) {
 
 // flags are the browser's command line for the profile directory dir.
 func (a *Agent) flags(dir string, frameControl bool) []string {
-	f := []string{
+	// No traffic of its own (chromeflags), and one --disable-features with
+	// the configuration's, which Chromium reads only once.
+	rest, disabled := chromeflags.SplitFeatures(a.cfg.Flags)
+	f := append(chromeflags.Args(append([]string{"Translate", "BlinkGenPropertyTrees"}, disabled...)...),
 		"--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
 		"--hide-scrollbars", "--mute-audio",
-		"--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-dev-shm-usage", "--disable-breakpad", "--disable-extensions",
-		"--disable-default-apps", "--disable-client-side-phishing-detection",
 		"--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
 		"--disable-renderer-backgrounding", "--disable-hang-monitor",
 		"--disable-ipc-flooding-protection", "--disable-popup-blocking", "--disable-prompt-on-repost",
-		"--disable-features=Translate,BlinkGenPropertyTrees",
 		"--enable-features=NetworkService,NetworkServiceInProcess",
-		"--force-color-profile=srgb", "--metrics-recording-only", "--safebrowsing-disable-auto-update",
+		"--force-color-profile=srgb", "--safebrowsing-disable-auto-update",
 		"--password-store=basic", "--use-mock-keychain", "--enable-automation",
 		"--remote-debugging-pipe",
-		"--user-data-dir=" + dir,
-	}
+		"--user-data-dir="+dir,
+	)
 	if a.cfg.ProxyAddr != "" {
 		f = append(f, "--proxy-server=http://"+a.cfg.ProxyAddr, "--proxy-bypass-list=<-loopback>",
 			"--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
@@ -442,7 +442,7 @@ func (a *Agent) flags(dir string, frameControl bool) []string {
 	if frameControl {
 		f = append(f, frameControlFlags...)
 	}
-	f = append(f, a.cfg.Flags...)
+	f = append(f, rest...)
 	return append(f, "about:blank")
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/spotter-harness/spotter/internal/chromeflags"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -276,7 +277,12 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err := (DisplayConfig{}).withDefaults(cfg).validate(); err != nil {
 		return nil, fmt.Errorf("launch chromium: %w", err)
 	}
-	flags, err := parseFlags(cfg.Flags)
+	// The browser makes no requests of its own (chromeflags), and keeps
+	// the features chromedp's defaults and cfg.Flags disable: Chromium
+	// reads only one --disable-features.
+	rest, disabled := chromeflags.SplitFeatures(cfg.Flags)
+	flags, err := parseFlags(append(append(chromeflags.Switches(), rest...),
+		chromeflags.DisableFeatures(append([]string{chromedpFeatures}, disabled...)...)))
 	if err != nil {
 		return nil, fmt.Errorf("launch chromium: %w", err)
 	}
@@ -293,11 +299,7 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 		chromedp.Headless,
 		chromedp.DisableGPU,
 		chromedp.NoSandbox,
-		chromedp.NoFirstRun,
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
 	)
 	if mode == FrameControl {
 		opts = append(opts,
@@ -393,6 +395,10 @@ func BrowserEnv(environ []string) []string {
 	}
 	return out
 }
+
+// chromedpFeatures are the features chromedp's default options disable,
+// which Launch's one --disable-features keeps.
+const chromedpFeatures = "Translate,BlinkGenPropertyTrees"
 
 // parseFlags turns "--name=value" and "--name" into allocator options.
 func parseFlags(flags []string) ([]chromedp.ExecAllocatorOption, error) {
