@@ -28,10 +28,12 @@ import (
 // readmeCommands are the first screen's commands; the test fails if the
 // README stops saying them.
 var readmeCommands = []string{
-	"go install github.com/spotter-harness/spotter/cmd/spotter@latest",
-	"spotter run examples/demo-anthropic.yaml --out runs/demo",
-	"spotter serve",
-	"claude mcp add spotter -- spotter mcp --demo",
+	"git clone REPOSITORY-URL spotter",
+	"make demo",
+	"make test",
+	"bin/spotter run examples/demo-anthropic.yaml --out runs/demo",
+	"bin/spotter serve",
+	`claude mcp add spotter -- "$PWD/bin/spotter" mcp --demo`,
 }
 
 func TestReadmeFirstScreenSaysTheCommands(t *testing.T) {
@@ -47,6 +49,13 @@ func TestReadmeFirstScreenSaysTheCommands(t *testing.T) {
 	for _, c := range readmeCommands {
 		if !strings.Contains(first, "\n"+c+"\n") {
 			t.Errorf("README's quick start does not give the command %q on a line of its own", c)
+		}
+	}
+	// Nothing that cannot work before the module is published, and one
+	// name for the binary.
+	for _, bad := range []string{"\ngo install", "\nspotter "} {
+		if strings.Contains(first, bad) {
+			t.Errorf("README's quick start has a command line that starts with %q", strings.TrimPrefix(bad, "\n"))
 		}
 	}
 }
@@ -73,7 +82,7 @@ func TestMCPDocsConfigs(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"claude mcp add spotter -- spotter mcp", ".vscode/mcp.json", "~/.cursor/mcp.json",
-		"claude_desktop_config.json", "Authorization: Bearer", "go install github.com/spotter-harness/spotter/cmd/spotter@latest"} {
+		"claude_desktop_config.json", "Authorization: Bearer", "make build"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("docs/MCP.md does not say %q", want)
 		}

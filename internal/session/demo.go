@@ -17,10 +17,11 @@ const (
 	// ProviderScript replays ModelSpec.Turns, written in advance as OpenAI
 	// computer actions in the pixels of the session's screenshots.
 	ProviderScript = "script"
-	// ProviderDemo replays the built-in demo: a recorded Claude session on
-	// the built-in demo app, decoded by the real Anthropic adapter. Its
+	// ProviderDemo replays the built-in demo: a hand-written replay of
+	// Claude's answers, in the Messages API's response format, on the
+	// built-in demo app, decoded by the real Anthropic adapter. Its
 	// start_url defaults to DemoScheme's front page; its display must be
-	// the recording's 1280x800.
+	// the replay's 1280x800.
 	ProviderDemo = "demo"
 )
 
@@ -70,7 +71,7 @@ func (s *Spec) builtin(kind string) error {
 		return bad("model.turns are for the script provider, not %q", m.Provider)
 	case m.Provider == ProviderDemo && kind == KindAgent:
 		if len(s.Tools) > 0 || m.Name != "" || m.BaseURL != "" {
-			return bad("the built-in demo replays a recording of %s on the demo app: it takes no tools, model name or base_url", DemoModelName)
+			return bad("the built-in demo replays %s's answers, written by hand, on the demo app: it takes no tools, model name or base_url", DemoModelName)
 		}
 		if s.StartURL == "" {
 			s.StartURL = DemoScheme + "/"
