@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spotter-harness/spotter/internal/syncbuf"
 )
 
 // goTypes matches what would show a Go type, or yaml.v3's own words, in
@@ -185,7 +187,7 @@ func TestBadInputsInWords(t *testing.T) {
 	}
 
 	t.Run("serve's API", func(t *testing.T) {
-		base, token := startServeBinary(t, bin)
+		base, token, _ := startServeBinary(t, bin)
 		specs := []struct{ name, body, want string }{
 			{"scheme in a policy host", `{"model": {"provider": "script", "turns": [{"say": "a"}]}, "policy": {"allow": ["click"], "hosts": ["http://x"]}}`, `policy: hosts[0]: host pattern \"http://x\"`},
 			{"wildcard port in a policy host", `{"model": {"provider": "script", "turns": [{"say": "a"}]}, "policy": {"allow": ["click"], "hosts": ["*:*"]}}`, `host pattern \"*:*\"`},
@@ -220,8 +222,9 @@ func TestBadInputsInWords(t *testing.T) {
 }
 
 // startServeBinary runs `spotter serve` from bin, in its default
-// isolation, until the test ends, and returns its base URL and token.
-func startServeBinary(t *testing.T, bin string) (base, token string) {
+// isolation, until the test ends, and returns its base URL, its token and
+// what it writes to stderr.
+func startServeBinary(t *testing.T, bin string) (base, token string, stderr *syncbuf.Buffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir())
 	cmd.Dir = t.TempDir()
@@ -229,8 +232,8 @@ func startServeBinary(t *testing.T, bin string) (base, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr = &syncbuf.Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +273,5 @@ func startServeBinary(t *testing.T, bin string) (base, token string) {
 		for range lines {
 		}
 	}()
-	return base, token
+	return base, token, stderr
 }

@@ -6,7 +6,6 @@ package e2e
 // mcp`), and the client configurations of docs/MCP.md.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -148,36 +147,7 @@ func TestReadmeFirstScreen(t *testing.T) {
 	t.Run("a supervised session", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir())
-		cmd.Dir = t.TempDir()
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(os.Interrupt)
-			cmd.Wait()
-		})
-		var base, token string
-		sc := bufio.NewScanner(stdout)
-		for (base == "" || token == "") && sc.Scan() {
-			line := sc.Text()
-			if u, ok := strings.CutPrefix(line, "spotter: listening on "); ok {
-				base = u
-			}
-			if tok, ok := strings.CutPrefix(line, "spotter: token "); ok {
-				token = tok
-			}
-		}
-		if base == "" || token == "" {
-			t.Fatalf("spotter serve printed no address and token; stderr:\n%s", stderr.String())
-		}
-		go io.Copy(io.Discard, stdout)
+		base, token, stderr := startServeBinary(t, bin)
 		// The panel's "Built-in demo", as the panel sends it.
 		body := `{"title": "demo", "messages": [{"role": "user", "content": "Check in Ada Lovelace"}],
 			"model": {"provider": "demo"}, "approvals": {"supervise": "none"}}`
