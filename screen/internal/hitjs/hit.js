@@ -96,7 +96,9 @@ function (mode, x, y) {
 		}
 		const e = c.find(e => handles(e) || pointerStarts(e)) || (at >= 0 ? c[at] : null);
 		if (e) return {t: e, acts: true, probe: false};
-		return {t: el, acts: false, probe: c.length > 0 && !(at < 0)};
+		// An iframe this world cannot enter is looked into by the
+		// backend, not probed.
+		return {t: el, acts: false, probe: c.length > 0 && !(at < 0) && !cross};
 	}
 
 	// The button that submitting form by Enter presses: its first submit

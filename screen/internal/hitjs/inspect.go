@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
@@ -124,50 +125,74 @@ func listener(ctx context.Context, call Caller, world int64, expr string) (int, 
 	if err := call(ctx, "Runtime.getProperties", map[string]any{"objectId": res.Result.ObjectID, "ownProperties": true}, &props); err != nil {
 		return -1, err
 	}
-	elems := map[int]string{}
-	for _, p := range props.Result {
-		if i, err := strconv.Atoi(p.Name); err == nil && p.Value != nil && p.Value.ObjectID != "" {
-			elems[i] = p.Value.ObjectID
+	var elems []string
+	for i := 0; ; i++ {
+		id := ""
+		for _, p := range props.Result {
+			if p.Name == strconv.Itoa(i) && p.Value != nil {
+				id = p.Value.ObjectID
+			}
 		}
-	}
-	for i := range len(elems) {
-		id, ok := elems[i]
-		if !ok {
+		if id == "" {
 			break
 		}
-		// The element as the page's own world holds it: listeners are
-		// reported to the world that added them.
-		var node struct {
-			Node struct {
-				BackendNodeID int64 `json:"backendNodeId"`
-			} `json:"node"`
+		elems = append(elems, id)
+	}
+	// Each element's listeners, asked for all at once: three round trips
+	// in all, not three an element.
+	found := make([]bool, len(elems))
+	errs := make([]error, len(elems))
+	var wg sync.WaitGroup
+	for i, id := range elems {
+		wg.Go(func() { found[i], errs[i] = listens(ctx, call, id) })
+	}
+	wg.Wait()
+	for i := range elems {
+		if errs[i] != nil {
+			return -1, errs[i]
 		}
-		if err := call(ctx, "DOM.describeNode", map[string]any{"objectId": id}, &node); err != nil {
-			return -1, err
-		}
-		var page struct {
-			Object struct {
-				ObjectID string `json:"objectId"`
-			} `json:"object"`
-		}
-		if err := call(ctx, "DOM.resolveNode", map[string]any{"backendNodeId": node.Node.BackendNodeID, "objectGroup": objectGroup}, &page); err != nil {
-			return -1, err
-		}
-		var ls struct {
-			Listeners []struct {
-				Type string `json:"type"`
-			} `json:"listeners"`
-		}
-		if err := call(ctx, "DOMDebugger.getEventListeners", map[string]any{"objectId": page.Object.ObjectID}, &ls); err != nil {
-			return -1, err
-		}
-		for _, l := range ls.Listeners {
-			if listening[l.Type] {
-				return i, nil
-			}
+		if found[i] {
+			return i, nil
 		}
 	}
 	return -1, nil
+}
+
+// listens reports whether the element of the hit-test world's object id
+// has a listener for clicks, presses or touches.
+func listens(ctx context.Context, call Caller, id string) (bool, error) {
+	// The element as the page's own world holds it: listeners are
+	// reported to the world that added them.
+	var node struct {
+		Node struct {
+			BackendNodeID int64 `json:"backendNodeId"`
+		} `json:"node"`
+	}
+	if err := call(ctx, "DOM.describeNode", map[string]any{"objectId": id}, &node); err != nil {
+		return false, err
+	}
+	var page struct {
+		Object struct {
+			ObjectID string `json:"objectId"`
+		} `json:"object"`
+	}
+	if err := call(ctx, "DOM.resolveNode", map[string]any{"backendNodeId": node.Node.BackendNodeID, "objectGroup": objectGroup}, &page); err != nil {
+		return false, err
+	}
+	var ls struct {
+		Listeners []struct {
+			Type string `json:"type"`
+		} `json:"listeners"`
+	}
+	if err := call(ctx, "DOMDebugger.getEventListeners", map[string]any{"objectId": page.Object.ObjectID}, &ls); err != nil {
+		return false, err
+	}
+	for _, l := range ls.Listeners {
+		if listening[l.Type] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // FrameOf returns the id of the frame that the iframe element, which the
