@@ -42,6 +42,12 @@ type SandboxConfig struct {
 	Pids      int64
 	// Logger receives the sandboxes' diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// Auto says that Backend was chosen for the caller (--isolate auto):
+	// a display that a sandbox of Backend cannot hold (a launched
+	// Playwright browser in containerd) then runs where it can, on the
+	// host behind an egress proxy of the same allowlist, with a note,
+	// instead of being refused.
+	Auto bool
 }
 
 // Sandboxes starts the sandboxes of many runs, of one backend. With
@@ -79,6 +85,25 @@ func NewSandboxes(ctx context.Context, cfg SandboxConfig) (*Sandboxes, error) {
 
 // Backend returns the backend the sandboxes run on.
 func (s *Sandboxes) Backend() isolate.Backend { return s.cfg.Backend }
+
+// Behind reports whether a display of spec d runs behind the egress proxy
+// of one of these sandboxes: in a sandbox (DisplaySpec.Sandboxed), or, for
+// a launched Playwright browser that containerd cannot hold, under Auto, on
+// the host behind a proxy of its own.
+func (s *Sandboxes) Behind(d DisplaySpec) bool {
+	return d.Sandboxed(s.Backend()) || s.fallsBack(d)
+}
+
+// fallsBack reports whether a display of spec d, which these sandboxes
+// cannot hold, runs on the host behind an egress proxy instead (Auto).
+func (s *Sandboxes) fallsBack(d DisplaySpec) bool {
+	return s.cfg.Auto && s.Backend() == isolate.Containerd && d.Backend == Playwright && d.WSEndpoint == ""
+}
+
+// playwrightOnHost is the note of a Playwright display that --isolate auto
+// runs on the host.
+const playwrightOnHost = "display.backend playwright launches its browser on this host, behind an egress proxy with the " +
+	"task's allowlist: a containerd sandbox (which --isolate auto chose) cannot hold a Playwright browser"
 
 // Start starts one session's sandbox, with the limits of SandboxConfig
 // where cfg has none. The caller must close it.
@@ -252,6 +277,10 @@ func OpenDisplay(ctx context.Context, req DisplayRequest) (Display, error) {
 	d, err := openDisplay(ctx, req, start)
 	if err != nil {
 		return nil, err
+	}
+	if req.Sandboxes != nil && req.Sandboxes.fallsBack(req.Display) {
+		req.Logger.Info(playwrightOnHost)
+		d.note(playwrightOnHost)
 	}
 	if req.Display.Browser() {
 		return &BrowserDisplay{d}, nil
