@@ -283,6 +283,7 @@ func TestPanelLiveHistory(t *testing.T) {
 			anthropictest.Action(t, "toolu_buy", anthropic.Computer20250124, buyClick())}},
 		anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text(last)}})
 	p := startLivePanel(t, replies...)
+	p.do(t, "a desktop's width", 30*time.Second, chromedp.EmulateViewport(deskWidth, 1000))
 
 	p.screen("login")
 	p.do(t, "open the panel logged out", 30*time.Second, chromedp.Navigate(p.url+"/"), chromedp.WaitVisible("#login-token"))
@@ -378,5 +379,9 @@ func (p *livePanel) checkPhone() {
 	}
 	p.snap(p.t, "live-phone-takeover")
 	p.do(p.t, "hand back", 30*time.Second, chromedp.Click("#handback"), chromedp.WaitVisible("#takeover"),
-		chromedp.EmulateViewport(1280, 1000))
+		chromedp.EmulateViewport(deskWidth, 1000))
 }
+
+// deskWidth is the width of the operator's window on a desktop, in CSS px;
+// checkPhone shows the panel at 390.
+const deskWidth = 1400
