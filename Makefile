@@ -23,6 +23,7 @@ test: deps ## vet, unit tests with -race, then every test against a real Chromiu
 	$(GO) test -race -count=1 ./...
 	SPOTTER_INTEGRATION=1 $(GO) test -count=1 -timeout 15m ./...
 	SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/
+	cd clients/typescript && npm test
 
 bench: deps build ## spotter bench (step, capture, concurrency, sandbox, server, tokens against a same-run Playwright baseline), then the display benchmarks
 	./$(BIN) bench --json runs/bench/figures.jsonl
