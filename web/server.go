@@ -377,7 +377,7 @@ func (s *Server) Token() string { return s.token }
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// testHandler, when the package's tests set it (export_test.go), wraps
+// testHandler, when the package's tests set it (openapi_test.go), wraps
 // the handler of every Server they make: it checks each request and
 // answer against docs/openapi.yaml.
 var testHandler func(*Server, http.Handler) http.Handler

@@ -126,8 +126,5 @@ export class SpotterComputer implements Computer {
 
 /** The text of the user message Spotter sends after a computer_call_output. */
 function messageText(res: ExecutorResult): string | undefined {
-  const content = (res.message as { content?: string | { type?: string; text?: string }[] } | undefined)?.content;
-  if (typeof content === "string") return content || undefined;
-  const text = content?.filter((c) => c.type === "input_text" && c.text).map((c) => c.text);
-  return text && text.length > 0 ? text.join("\n") : undefined;
+  return res.message?.content || undefined;
 }
