@@ -71,32 +71,79 @@ func loadSpec() (routers.Router, error) {
 	return specRouter, specErr
 }
 
-// violations are the spec violations of each Server, until reported;
-// checks are the checks still running. A check runs once its answer went
-// out, so that it costs the client no time (TestRateLimitDecisions counts
-// on 21 requests within 200 ms).
-var violations = struct {
+// checkers hold each Server's exchanges until they are checked, and the
+// violations found. Exchanges are checked when the test reports them
+// (env.stop, TestMain), or in the background once a server has kept
+// checkBatch bytes of them: a check never competes for the machine with
+// the requests of a test that times them (TestRateLimitDecisions counts on
+// 21 requests within 200 ms), unless the test holds that much.
+var checkers = struct {
 	sync.Mutex
-	by     map[*Server][]string
-	checks map[*Server]*sync.WaitGroup
-}{by: map[*Server][]string{}, checks: map[*Server]*sync.WaitGroup{}}
+	by map[*Server]*checker
+}{by: map[*Server]*checker{}}
 
-// checks returns the WaitGroup of s's checks.
-func checks(s *Server) *sync.WaitGroup {
-	violations.Lock()
-	defer violations.Unlock()
-	wg := violations.checks[s]
-	if wg == nil {
-		wg = new(sync.WaitGroup)
-		violations.checks[s] = wg
-	}
-	return wg
+const checkBatch = 32 << 20
+
+type checker struct {
+	mu       sync.Mutex
+	queue    []exchange
+	bytes    int
+	found    []string
+	checking sync.WaitGroup
 }
 
-func violation(s *Server, format string, args ...any) {
-	violations.Lock()
-	violations.by[s] = append(violations.by[s], fmt.Sprintf(format, args...))
-	violations.Unlock()
+// exchange is one request and its answer, as the server saw them.
+type exchange struct {
+	req *http.Request
+	in  *recordedBody
+	rec *recorder
+}
+
+func checkerOf(s *Server) *checker {
+	checkers.Lock()
+	defer checkers.Unlock()
+	c := checkers.by[s]
+	if c == nil {
+		c = &checker{}
+		checkers.by[s] = c
+	}
+	return c
+}
+
+// add keeps ex, and starts checking what is kept once it is large.
+func (c *checker) add(ex exchange) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(c.queue, ex)
+	c.bytes += ex.in.buf.Len() + ex.rec.body.Len()
+	if c.bytes >= checkBatch {
+		q := c.queue
+		c.queue, c.bytes = nil, 0
+		c.checking.Go(func() { c.check(q) })
+	}
+}
+
+func (c *checker) check(q []exchange) {
+	for _, ex := range q {
+		if err := checkExchange(ex.req, ex.in, ex.rec); err != nil {
+			c.mu.Lock()
+			c.found = append(c.found, fmt.Sprintf("%s %s = %d: %v", ex.req.Method, ex.req.URL.RequestURI(), ex.rec.code(), err))
+			c.mu.Unlock()
+		}
+	}
+}
+
+// report checks what is left and returns every violation found.
+func (c *checker) report() []string {
+	c.checking.Wait()
+	c.mu.Lock()
+	q := c.queue
+	c.queue, c.bytes = nil, 0
+	c.mu.Unlock()
+	c.check(q)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.found
 }
 
 // maxChecked bounds what is kept of a body to check it: past it (long
@@ -116,15 +163,12 @@ func specChecked(s *Server, h http.Handler) http.Handler {
 		// changes it (gin rewrites nothing, but handlers may read
 		// headers set by middleware).
 		req := r.Clone(context.WithoutCancel(r.Context()))
+		c := checkerOf(s)
 		h.ServeHTTP(rec, r)
 		if r.Context().Err() != nil && (rec.status == 499 || rec.status == 0) {
 			return // the client left: nobody reads the answer
 		}
-		checks(s).Go(func() {
-			if err := checkExchange(req, in, rec); err != nil {
-				violation(s, "%s %s = %d: %v", req.Method, req.URL.RequestURI(), rec.code(), err)
-			}
-		})
+		c.add(exchange{req, in, rec})
 	})
 }
 
@@ -156,9 +200,9 @@ func checkExchange(r *http.Request, in *recordedBody, rec *recorder) error {
 		ExcludeRequestBody:    !in.eof || in.over,
 		ExcludeResponseBody:   rec.over,
 	}
-	if !opts.ExcludeRequestBody {
-		r.Body = io.NopCloser(bytes.NewReader(in.buf.Bytes()))
-	}
+	// What the handler read; when it did not read it all (a refusal before
+	// the body), the body is not checked, and the rest of the request is.
+	r.Body = io.NopCloser(bytes.NewReader(in.buf.Bytes()))
 	reqIn := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts}
 	reqErr := openapi3filter.ValidateRequest(context.Background(), reqIn)
 	var errs []error
@@ -315,32 +359,25 @@ func decodeSSE(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3f
 	return out, sc.Err()
 }
 
-// takeViolations returns s's violations and forgets them.
+// takeViolations checks what is left of s's exchanges and returns its
+// violations; s is forgotten.
 func takeViolations(s *Server) []string {
-	checks(s).Wait()
-	violations.Lock()
-	defer violations.Unlock()
-	delete(violations.checks, s)
-	v := violations.by[s]
-	delete(violations.by, s)
-	return v
+	c := checkerOf(s)
+	checkers.Lock()
+	delete(checkers.by, s)
+	checkers.Unlock()
+	return c.report()
 }
 
-// leftViolations returns every violation not yet reported, and forgets
-// them.
+// leftViolations does the same for every Server not yet reported.
 func leftViolations() []string {
-	violations.Lock()
-	wgs := slices.Collect(maps.Values(violations.checks))
-	violations.Unlock()
-	for _, wg := range wgs {
-		wg.Wait()
-	}
-	violations.Lock()
-	defer violations.Unlock()
+	checkers.Lock()
+	cs := slices.Collect(maps.Values(checkers.by))
+	clear(checkers.by)
+	checkers.Unlock()
 	var all []string
-	for s, v := range violations.by {
-		all = append(all, v...)
-		delete(violations.by, s)
+	for _, c := range cs {
+		all = append(all, c.report()...)
 	}
 	slices.Sort(all)
 	return all
