@@ -5,39 +5,10 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import {
-  Agent,
-  Runner,
-  Usage,
-  type AgentInputItem,
-  type MCPServerStreamableHttp,
-  type Model,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelResponse,
-} from "@openai/agents";
+import { Agent, Runner, type AgentInputItem, type MCPServerStreamableHttp } from "@openai/agents";
 import { spotterMCPServer } from "../src/adapters/mcp.js";
+import { ScriptedModel, done, type Output } from "./scripted-model.js";
 import { controls, startShop, startSpotter, type Shop, type SpotterServer } from "./helpers.js";
-
-type Output = ModelResponse["output"];
-
-class ScriptedModel implements Model {
-  readonly requests: ModelRequest[] = [];
-  private readonly script: Output[];
-  constructor(script: Output[]) {
-    this.script = [...script];
-  }
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(structuredClone(request));
-    const output = this.script.shift();
-    if (!output) throw new Error("the script has no more turns");
-    return { usage: new Usage(), output, responseId: `resp_${this.requests.length}` };
-  }
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error("the scripted model does not stream");
-  }
-}
 
 let calls = 0;
 function computer(args: Record<string, unknown>): Output[number] {
@@ -49,12 +20,6 @@ function computer(args: Record<string, unknown>): Output[number] {
     status: "completed",
   } as Output[number];
 }
-const done: Output[number] = {
-  type: "message",
-  role: "assistant",
-  status: "completed",
-  content: [{ type: "output_text", text: "Done." }],
-};
 
 describe("Spotter's MCP tools in an agent (@openai/agents over @modelcontextprotocol/client)", () => {
   let server: SpotterServer;
@@ -65,9 +30,8 @@ describe("Spotter's MCP tools in an agent (@openai/agents over @modelcontextprot
   /** Runs one agent turn whose model calls the computer tool with args; returns the tool's output as the model got it. */
   async function run(args: Record<string, unknown>): Promise<string> {
     const model = new ScriptedModel([[computer(args)], [done]]);
-    const provider: ModelProvider = { getModel: () => model };
     const agent = new Agent({ name: "shopper", instructions: "Use the computer.", mcpServers: [mcp] });
-    const result = await new Runner({ modelProvider: provider, tracingDisabled: true }).run(agent, "Shop.", {
+    const result = await new Runner({ modelProvider: model.provider(), tracingDisabled: true }).run(agent, "Shop.", {
       maxTurns: 4,
     });
     assert.equal(result.finalOutput, "Done.");

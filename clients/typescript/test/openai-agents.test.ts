@@ -4,57 +4,21 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import {
-  Agent,
-  Runner,
-  Usage,
-  type AgentInputItem,
-  type Model,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelResponse,
-} from "@openai/agents";
+import { Agent, Runner, type AgentInputItem, type ModelRequest } from "@openai/agents";
 import { SpotterComputer } from "../src/adapters/openai-agents.js";
+import { ScriptedModel, done, type Output } from "./scripted-model.js";
 import { at, controls, display, pngSize, startShop, startSpotter, type Shop, type SpotterServer } from "./helpers.js";
-
-type Output = ModelResponse["output"];
-
-/** A model that answers each request with the next scripted output, and keeps the requests. */
-class ScriptedModel implements Model {
-  readonly requests: ModelRequest[] = [];
-  private readonly script: Output[];
-  constructor(script: Output[]) {
-    this.script = [...script];
-  }
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(structuredClone(request));
-    const output = this.script.shift();
-    if (!output) throw new Error("the script has no more turns");
-    return { usage: new Usage(), output, responseId: `resp_${this.requests.length}` };
-  }
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error("the scripted model does not stream");
-  }
-}
 
 let calls = 0;
 function computerCall(...actions: Record<string, unknown>[]): Output[number] {
   return { type: "computer_call", callId: `call_${++calls}`, status: "completed", actions } as Output[number];
 }
-const done: Output[number] = {
-  type: "message",
-  role: "assistant",
-  status: "completed",
-  content: [{ type: "output_text", text: "Done." }],
-};
 
 /** Runs one agent turn whose model makes `call` and then says it is done; returns the model's requests. */
 async function run(computer: SpotterComputer, call: Output[number]): Promise<ModelRequest[]> {
   const model = new ScriptedModel([[call], [done]]);
-  const provider: ModelProvider = { getModel: () => model };
   const agent = new Agent({ name: "shopper", instructions: "Use the computer.", tools: [computer.tool()] });
-  const result = await new Runner({ modelProvider: provider, tracingDisabled: true }).run(agent, "Shop.", {
+  const result = await new Runner({ modelProvider: model.provider(), tracingDisabled: true }).run(agent, "Shop.", {
     callModelInputFilter: computer.callModelInputFilter,
     maxTurns: 4,
   });
