@@ -23,6 +23,7 @@ test: deps ## vet, unit tests with -race, every test against a real Chromium, Xv
 	$(GO) test -race -count=1 ./...
 	SPOTTER_INTEGRATION=1 $(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -v /internal/matrix$$)
 	SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/
+	cd clients/typescript && npm test
 	@mkdir -p runs
 	SPOTTER_INTEGRATION=1 $(GO) test -count=1 -timeout 25m -run TestMatrix ./internal/matrix -args -matrix.table $(CURDIR)/runs/matrix.md \
 	  || { cat runs/matrix.md 2>/dev/null; exit 1; }
