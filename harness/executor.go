@@ -445,7 +445,16 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 	}
 	// Every result carries a fresh screenshot, whatever happened above.
 	if shot, name, err := e.Screenshot(ctx, actor); err != nil {
-		r.Err = errors.Join(r.Err, fmt.Errorf("screenshot after the call: %w", err))
+		if r.Err == nil {
+			// Say that the call itself ran: only its screenshot failed.
+			ran := "the action ran"
+			if n := len(c.Actions); n != 1 {
+				ran = fmt.Sprintf("all %d actions ran", n)
+			}
+			r.Err = fmt.Errorf("%s, but no screenshot could be taken after it: %w", ran, err)
+		} else {
+			r.Err = errors.Join(r.Err, fmt.Errorf("no screenshot could be taken after the call either: %w", err))
+		}
 		e.finish(&r, t0, "", o.Step, actor, screen.PageLog{})
 	} else {
 		// What the display noted (a tab opened, a human acted) is said

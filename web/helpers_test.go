@@ -122,6 +122,9 @@ func (e *env) stop() {
 	if err := e.srv.Close(context.Background()); err != nil {
 		e.t.Errorf("Close: %v", err)
 	}
+	for _, v := range web.SpecViolations(e.srv) {
+		e.t.Errorf("docs/openapi.yaml: %s", v)
+	}
 	e.srv = nil
 }
 
@@ -280,6 +283,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if browser != nil {
 		_ = browser.Close(context.Background())
+	}
+	if left := web.LeftSpecViolations(); len(left) > 0 {
+		// Servers made outside env (fuzz, load, cluster tests).
+		fmt.Fprintf(os.Stderr, "%d exchanges broke docs/openapi.yaml:\n", len(left))
+		for _, v := range left {
+			fmt.Fprintf(os.Stderr, "  %s\n", v)
+		}
+		code = 1
 	}
 	os.Exit(code)
 }

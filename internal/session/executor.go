@@ -368,6 +368,9 @@ type codec struct {
 	decode  func(raw json.RawMessage, display screen.Size) (harness.Call, error)
 	encode  func(c harness.Call, r harness.Result) (json.RawMessage, error)
 	message func(c harness.Call, r harness.Result) json.RawMessage
+	// needsShot says which results encode cannot write without a
+	// screenshot; nil means none.
+	needsShot func(c harness.Call) bool
 }
 
 // codecFor returns the codec of an executor session's provider
@@ -377,7 +380,7 @@ func codecFor(provider, model string) (codec, error) {
 	if err != nil {
 		return codec{}, fmt.Errorf("%w: unknown provider %q", ErrBadRequest, provider)
 	}
-	return codec{decode: c.Decode, encode: c.Encode, message: c.Message}, nil
+	return codec{decode: c.Decode, encode: c.Encode, message: c.Message, needsShot: c.NeedsShot}, nil
 }
 
 // First returns the screenshot an executor session starts with, waiting
@@ -716,6 +719,9 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 	if r.Err != nil {
 		r.Err = errors.New(s.m.scrubDir(r.Err.Error()))
 	}
+	if r.Shot == nil && cd.needsShot != nil && cd.needsShot(c.call) {
+		r = s.withEarlierShot(r)
+	}
 	native, err := cd.encode(c.call, r)
 	if err != nil {
 		if c.call.DecodeErr != nil {
@@ -745,6 +751,29 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 		res.Frame = r.Shot.Frame
 	}
 	return res, nil
+}
+
+// withEarlierShot gives r, which has no screenshot (none could be taken
+// after its call), the latest one taken before it, or a blank one if there
+// is none, and says so in its notes: for a format whose result must hold an
+// image (OpenAI's), so that the client still learns what ran and why no
+// screenshot came.
+func (s *Session) withEarlierShot(r harness.Result) harness.Result {
+	shot, ok := s.disp.latest()
+	note := "No new screenshot could be taken after this call; this is the latest one taken before it."
+	if !ok {
+		size := s.spec.Display.Size()
+		data, err := screen.BlankImage(size, screen.PNG, 0)
+		if err != nil {
+			return r // the encoder says what is missing
+		}
+		shot = screen.Shot{Frame: screen.Frame{Viewport: size, Sent: size, Format: screen.PNG}, Data: data}
+		note = "No screenshot could be taken after this call, nor one before it; this image is blank."
+	}
+	shot.Events = nil
+	r.Shot = &shot
+	r.Notes = append(append([]string(nil), r.Notes...), note)
+	return r
 }
 
 func (m *execModel) endReason() string {

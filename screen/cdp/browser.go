@@ -167,6 +167,12 @@ type Config struct {
 	// are resolved against; empty means the working directory. Which paths
 	// the model may name is the Policy's business (actions.Policy.Files).
 	UploadDir string
+	// StageFiles, when set, copies files of the host to where the browser
+	// runs (a sandbox, whose browser cannot see the host's file system)
+	// and returns the paths the browser knows them by, in order. The
+	// Upload action hands the browser those. Nil means the browser shares
+	// the host's file system.
+	StageFiles func(ctx context.Context, paths []string) ([]string, error)
 }
 
 // Defaults of the download limits.
@@ -210,7 +216,8 @@ type DisplayConfig struct {
 	// sessions share. Without it the display uses the browser's own.
 	Proxy string
 
-	downloadRoot string // Config.DownloadDir
+	downloadRoot string                                                      // Config.DownloadDir
+	stageFiles   func(ctx context.Context, paths []string) ([]string, error) // Config.StageFiles
 }
 
 func (c DisplayConfig) withDefaults(b Config) DisplayConfig {
@@ -227,6 +234,7 @@ func (c DisplayConfig) withDefaults(b Config) DisplayConfig {
 	c.MaxDownloadBytes = cmp.Or(c.MaxDownloadBytes, b.MaxDownloadBytes)
 	c.UploadDir = cmp.Or(c.UploadDir, b.UploadDir)
 	c.downloadRoot = b.DownloadDir
+	c.stageFiles = b.StageFiles
 	return c
 }
 

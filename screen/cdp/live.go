@@ -148,8 +148,8 @@ func (d *Display) liveLook(ctx context.Context) {
 	if d.check() != nil {
 		return
 	}
-	if _, open, _ := d.state.currentDialog(); open {
-		return // the page draws nothing new until the dialog closes
+	if _, open, _ := d.state.currentDialog(); open || d.dialogElsewhere() != "" {
+		return // no frame is drawn until the dialog closes
 	}
 	l := &d.live
 	l.mu.Lock()
