@@ -86,22 +86,7 @@ func TestSandboxedEgressRefusal(t *testing.T) {
 	sbx := sandboxesFor(t, isolate.Containerd)
 	start := isolatetest.NewPage(t, isolatetest.Blue)
 	other := isolatetest.NewPage(t, isolatetest.Red)
-	task, err := Parse(fmt.Appendf(nil, `
-name: refused
-task: Visit the other server.
-start_url: %s/
-display: {width: 640, height: 400}
-policy: {allow: [navigate, wait], hosts: ["*"]}
-model:
-  provider: script
-  strict: false
-  turns:
-    - actions: [{type: navigate, url: "%s/"}]
-    - say: Done.
-`, start.URL, other.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := visitOther(t, "refused", "", start.URL, other.URL)
 	out := filepath.Join(t.TempDir(), "run")
 	res, err := Run(t.Context(), task, Options{Out: out, Sandboxes: sbx, Logger: isolatetest.Logger()})
 	if err != nil {
@@ -274,22 +259,7 @@ func TestPlaywrightUnderAutoIsolation(t *testing.T) {
 	isolatetest.Integration(t)
 	start := isolatetest.NewPage(t, isolatetest.Blue)
 	other := isolatetest.NewPage(t, isolatetest.Red)
-	task, err := Parse(fmt.Appendf(nil, `
-name: playwright-auto
-task: Visit the other server.
-start_url: %s/
-display: {backend: playwright, width: 640, height: 400}
-policy: {allow: [navigate, wait], hosts: ["*"]}
-model:
-  provider: script
-  strict: false
-  turns:
-    - actions: [{type: navigate, url: "%s/"}]
-    - say: Done.
-`, start.URL, other.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := visitOther(t, "playwright-auto", "backend: playwright, ", start.URL, other.URL)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	auto, err := wiring.NewSandboxes(ctx, wiring.SandboxConfig{Backend: isolate.Containerd, Auto: true, Logger: isolatetest.Logger(),
@@ -318,4 +288,28 @@ model:
 	if !errors.Is(err, wiring.ErrSpec) || !strings.Contains(err.Error(), "not in a containerd sandbox") {
 		t.Errorf("Run(playwright, --isolate containerd) = %v, want it refused in words", err)
 	}
+}
+
+// visitOther is a task named name that starts at start and navigates to
+// other, on a 640x400 display with more display settings (a YAML flow
+// map's members, each followed by ", ").
+func visitOther(t *testing.T, name, display, start, other string) Task {
+	t.Helper()
+	task, err := Parse(fmt.Appendf(nil, `
+name: %s
+task: Visit the other server.
+start_url: %s/
+display: {%swidth: 640, height: 400}
+policy: {allow: [navigate, wait], hosts: ["*"]}
+model:
+  provider: script
+  strict: false
+  turns:
+    - actions: [{type: navigate, url: "%s/"}]
+    - say: Done.
+`, name, start, display, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
 }
