@@ -20,6 +20,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
@@ -277,9 +278,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "agent" { // the containerd sandboxes' agent (isolate_test.go)
-		os.Exit(agentMain())
-	}
+	isolatetest.AgentMain() // the containerd sandboxes' agent (isolate_test.go)
 	code := m.Run()
 	if browser != nil {
 		_ = browser.Close(context.Background())

@@ -75,8 +75,7 @@ func loadSpec() (routers.Router, error) {
 // violations found. Exchanges are checked when the test reports them
 // (env.stop, TestMain), or in the background once a server has kept
 // checkBatch bytes of them: a check never competes for the machine with
-// the requests of a test that times them (TestRateLimitDecisions counts on
-// 21 requests within 200 ms), unless the test holds that much.
+// the requests of a test that times them, unless the test holds that much.
 var checkers = struct {
 	sync.Mutex
 	by map[*Server]*checker

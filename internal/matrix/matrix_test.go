@@ -8,17 +8,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/signal"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spotter-harness/spotter/actions"
-	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
@@ -31,21 +28,15 @@ import (
 var (
 	only   = flag.String("matrix.run", "", "run only the cells whose name (display/mode/DPR, such as chromium/containerd/1.5) matches this regular expression")
 	update = flag.Bool("update", false, "write the table into docs/ISOLATION.md")
-	table  = flag.String("matrix.table", "", "also write the table to this file")
 )
+
+// tableEnv names a file to write the table to as well (make test sets it,
+// running the matrix among the other packages, and then prints the file).
+const tableEnv = "SPOTTER_MATRIX_TABLE"
 
 // The test binary is also the containerd sandboxes' agent ("agent ...").
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		err := agent.Main(ctx, os.Args[2:], os.Stderr)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "agent:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	isolatetest.AgentMain()
 	code := m.Run()
 	for _, s := range sandboxes {
 		if err := s.Close(context.Background()); err != nil {
@@ -125,8 +116,8 @@ func TestMatrix(t *testing.T) {
 	})
 	md := render(ran)
 	t.Logf("the behaviour matrix:\n%s", md)
-	if *table != "" {
-		if err := os.WriteFile(*table, []byte(md), 0o644); err != nil {
+	if file := os.Getenv(tableEnv); file != "" {
+		if err := os.WriteFile(file, []byte(md), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
