@@ -311,7 +311,11 @@ func (s *Server) snapshot(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	head := fmt.Sprintf("session: %s\npage: %s\n", se.id, snap.URL)
+	page := snap.URL
+	if len(page) > 200 {
+		page = page[:200] + "..."
+	}
+	head := fmt.Sprintf("session: %s\npage: %s\n", se.id, page)
 	if snap.Title != "" {
 		head += fmt.Sprintf("title: %q\n", snap.Title)
 	}

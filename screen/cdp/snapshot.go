@@ -29,14 +29,22 @@ import (
 func (d *Display) Snapshot(ctx context.Context) (screen.Snapshot, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
+		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
+	defer cancel()
 	top, page, err := d.refPage(ctx)
 	if err != nil {
 		return screen.Snapshot{}, fmt.Errorf("snapshot: %w", err)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
-		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
-	defer cancel()
+	// Chromium builds the whole tree only while the domain is on; it
+	// costs the page while it is, so it is on for the snapshot only.
+	if _, err := hitCall(ctx, d, top, accessibility.Enable, cdp.Empty{}); err != nil {
+		return screen.Snapshot{}, fmt.Errorf("snapshot: %w", err)
+	}
 	res, err := hitCall(ctx, d, top, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if _, derr := hitCall(ctx, d, top, accessibility.Disable, cdp.Empty{}); derr != nil && err == nil {
+		err = derr
+	}
 	if err != nil {
 		return screen.Snapshot{}, fmt.Errorf("snapshot: %w", err)
 	}
@@ -106,6 +114,15 @@ func (d *Display) refPage(ctx context.Context) (cdp.Session, string, error) {
 	if cur != nil {
 		key = string(cur.id)
 	}
+	// The document's node changes with every navigation: references of
+	// an earlier document are stale.
+	doc, err := hitCall(ctx, d, top, dom.GetDocument, dom.GetDocumentParams{Depth: new(int64)})
+	if err != nil {
+		return nil, "", err
+	}
+	if doc.Root != nil {
+		key += fmt.Sprintf("/%d", doc.Root.BackendNodeID)
+	}
 	return top, key, nil
 }
 
@@ -118,6 +135,9 @@ func (d *Display) refPage(ctx context.Context) (cdp.Session, string, error) {
 func (d *Display) Locate(ctx context.Context, ref string) (screen.Located, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
+		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
+	defer cancel()
 	top, page, err := d.refPage(ctx)
 	if err != nil {
 		return screen.Located{}, fmt.Errorf("locate %s: %w", ref, err)
@@ -126,9 +146,6 @@ func (d *Display) Locate(ctx context.Context, ref string) (screen.Located, error
 	if err != nil {
 		return screen.Located{}, err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
-		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
-	defer cancel()
 	loc := screen.Located{Role: el.Role, Name: el.Name}
 	node := cdp.BackendNodeID(el.Node)
 	box, err := d.visibleBox(ctx, top, node)
@@ -170,6 +187,9 @@ func isNodeGone(err error) bool {
 // when none is), or an error.
 func (d *Display) visibleBox(ctx context.Context, top cdp.Session, node cdp.BackendNodeID) (actions.Rect, error) {
 	q, err := hitCall(ctx, d, top, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: node})
+	if err != nil && strings.Contains(err.Error(), "Could not compute content quads") {
+		return actions.Rect{}, nil // not rendered: no box
+	}
 	if err != nil {
 		return actions.Rect{}, err
 	}

@@ -142,7 +142,7 @@ func (r *Refs) Lookup(ref, page string) (Element, error) {
 		return Element{}, fmt.Errorf("%w: %s belonged to a page that is no longer shown; take a new snapshot", screen.ErrStaleRef, ref)
 	}
 	if e.page != page {
-		return Element{}, fmt.Errorf("%w: %s belongs to another tab or page than the one shown; take a new snapshot", screen.ErrStaleRef, ref)
+		return Element{}, fmt.Errorf("%w: %s belongs to a page or tab that is no longer shown; take a new snapshot", screen.ErrStaleRef, ref)
 	}
 	return Element{Node: e.node, Role: e.role, Name: e.name}, nil
 }
