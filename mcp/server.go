@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -77,11 +78,20 @@ type Config struct {
 	// the session's id in this server.
 	Attach func(ctx context.Context, id string, d Display) (Attached, error)
 
+	// IdleTimeout closes a session nobody has called for this long (its
+	// display released, its record closed), and a streamable HTTP
+	// connection that has sent no request for this long, with the
+	// sessions it opened. Zero: DefaultIdleTimeout; negative: never.
+	IdleTimeout time.Duration
+
 	MaxSessions int          // default 8
 	Name        string       // the server's name in the handshake; default "spotter"
 	Version     string       // default "dev"
 	Logger      *slog.Logger // nil: slog.Default()
 }
+
+// DefaultIdleTimeout is Config.IdleTimeout's default.
+const DefaultIdleTimeout = 15 * time.Minute
 
 // Attached is what a supervising server gives a session. Every field is
 // optional.
@@ -104,6 +114,7 @@ type Server struct {
 	seq      int
 	sessions map[string]*session
 	defaults map[*sdk.ServerSession]string // connection -> its default session
+	watched  map[*sdk.ServerSession]bool   // connections whose end closes their sessions
 	parked   map[string]*parked            // calls in progress, by id (ask.go)
 	closed   bool
 	// wg counts the server's goroutines: those that close default
@@ -120,6 +131,15 @@ type session struct {
 	disp     Display
 	url      string // the start URL
 	attached Attached
+	// owner is the connection that opened the session: when it ends
+	// (the client's DELETE, a dropped stdio pipe, its idle timeout), the
+	// session closes. Nil for a session of no connection (tests).
+	owner *sdk.ServerSession
+	// used is when a call last named the session, busy how many of its
+	// calls are in progress (a call waiting for an approval is busy),
+	// under Server.mu: an idle session is closed.
+	used time.Time
+	busy int
 }
 
 // close closes the session's display, then what attached it.
@@ -148,9 +168,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{},
-		defaults: map[*sdk.ServerSession]string{}, parked: map[string]*parked{}}
+		defaults: map[*sdk.ServerSession]string{}, watched: map[*sdk.ServerSession]bool{}, parked: map[string]*parked{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.IdleTimeout > 0 {
+		s.wg.Go(s.reap)
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -176,7 +202,69 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 // Handler serves MCP's streamable HTTP transport. Requests that reach a
 // loopback listener with another Host header are refused (DNS rebinding).
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, nil)
+	var opts sdk.StreamableHTTPOptions
+	if s.cfg.IdleTimeout > 0 {
+		opts.SessionTimeout = s.cfg.IdleTimeout
+	}
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &opts)
+}
+
+// reap closes the sessions nobody has called for IdleTimeout, until the
+// server closes.
+func (s *Server) reap() {
+	t := time.NewTicker(max(s.cfg.IdleTimeout/8, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			var idle []string
+			for id, se := range s.sessions {
+				if se != nil && se.busy == 0 && now.Sub(se.used) >= s.cfg.IdleTimeout {
+					idle = append(idle, id)
+				}
+			}
+			s.mu.Unlock()
+			for _, id := range idle {
+				s.log.Info("session idle: closing it", "session", id, "idle_timeout", s.cfg.IdleTimeout)
+				s.closeSession(s.ctx, id)
+			}
+		}
+	}
+}
+
+// watch closes the sessions conn opened once conn ends. It runs under mu.
+func (s *Server) watch(conn *sdk.ServerSession) {
+	if conn == nil || s.watched[conn] {
+		return
+	}
+	s.watched[conn] = true
+	s.wg.Go(func() {
+		done := make(chan struct{})
+		go func() { conn.Wait(); close(done) }() //nolint:errcheck // ends with the connection, which Close ends too
+		select {
+		case <-done:
+		case <-s.ctx.Done():
+			conn.Close()
+			<-done
+			return
+		}
+		s.mu.Lock()
+		delete(s.watched, conn)
+		delete(s.defaults, conn)
+		var ids []string
+		for id, se := range s.sessions {
+			if se != nil && se.owner == conn {
+				ids = append(ids, id)
+			}
+		}
+		s.mu.Unlock()
+		for _, id := range ids {
+			s.closeSession(context.Background(), id)
+		}
+	})
 }
 
 // Close closes every session's display and waits for the server's
@@ -203,8 +291,8 @@ func (s *Server) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// open starts a session with its own display.
-func (s *Server) open(ctx context.Context, start string) (*session, error) {
+// open starts a session of conn with its own display.
+func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, start string) (*session, error) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -230,7 +318,9 @@ func (s *Server) open(ctx context.Context, start string) (*session, error) {
 		}
 		return nil, err
 	}
+	se.owner, se.used = conn, time.Now()
 	s.sessions[id] = se
+	s.watch(conn)
 	s.log.InfoContext(ctx, "session opened", "session", id)
 	return se, nil
 }
@@ -311,7 +401,7 @@ func (s *Server) closeSession(ctx context.Context, id string) error {
 }
 
 // lookup returns the session a call names, or the connection's default
-// session, opening it at first use.
+// session, opening it at first use. Either is marked used now.
 func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string) (*session, error) {
 	s.mu.Lock()
 	if id == "" {
@@ -319,6 +409,9 @@ func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string)
 	}
 	if id != "" {
 		se, ok := s.sessions[id]
+		if ok && se != nil {
+			se.used = time.Now()
+		}
 		s.mu.Unlock()
 		if !ok || se == nil {
 			return nil, fmt.Errorf("%w %q", ErrNoSession, id)
@@ -326,7 +419,7 @@ func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string)
 		return se, nil
 	}
 	s.mu.Unlock()
-	se, err := s.open(ctx, "")
+	se, err := s.open(ctx, conn, "")
 	if err != nil {
 		return nil, err
 	}
@@ -342,20 +435,6 @@ func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string)
 		return other, nil
 	}
 	s.defaults[conn] = se.id
-	if conn != nil {
-		// The default session lives as long as the connection.
-		s.wg.Go(func() {
-			done := make(chan struct{})
-			go func() { conn.Wait(); close(done) }() //nolint:errcheck // ends with the connection, which Close ends too
-			select {
-			case <-done:
-				s.closeSession(context.Background(), se.id)
-			case <-s.ctx.Done():
-				conn.Close()
-				<-done
-			}
-		})
-	}
 	s.mu.Unlock()
 	return se, nil
 }

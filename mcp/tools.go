@@ -255,7 +255,7 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if err != nil {
 		return errorResult(err), nil
 	}
-	se, err := s.open(ctx, "")
+	se, err := s.open(ctx, req.Session, "")
 	if err != nil {
 		return errorResult(err), nil
 	}

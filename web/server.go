@@ -199,6 +199,11 @@ type MCPConfig struct {
 	Display     session.DisplaySpec // zero: 1280x800 at DPR 1
 	Image       screen.Size         // the screenshot sent back; zero: the viewport's CSS size
 	MaxSessions int                 // default 8
+	// IdleTimeout closes an MCP session nobody has called for this
+	// long, and a client connection that sent nothing for this long
+	// (mcp.Config.IdleTimeout): zero mcp.DefaultIdleTimeout, negative
+	// never.
+	IdleTimeout time.Duration
 }
 
 // MaxBody is the largest request body the server reads.
@@ -622,6 +627,7 @@ func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.
 				Close: func(ctx context.Context) error { return s.mgr.Detach(ctx, r.ID) }}, nil
 		},
 		MaxSessions: mc.MaxSessions,
+		IdleTimeout: mc.IdleTimeout,
 		Version:     s.cfg.Version,
 		Logger:      s.log,
 	})

@@ -30,12 +30,14 @@ import (
 
 // The test binary is also the containerd sandboxes' agent ("agent ...").
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
+	// The test binary stands in for spotter: the agent in a sandbox, and
+	// `spotter mcp` for the MCP clients from npm (mcpclients_test.go).
+	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp") {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "agent:", err)
+			fmt.Fprintln(os.Stderr, os.Args[1]+":", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
