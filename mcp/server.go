@@ -355,6 +355,13 @@ func (s *Server) newSession(ctx context.Context, id, start string) (*session, er
 		se.close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	// The first screenshot's geometry is the one every screenshot of the
+	// session has: a client may act in its pixels before it has asked for
+	// one (a one-shot call from a command line).
+	if _, err := se.screenshot(ctx); err != nil {
+		se.close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("the first screenshot: %w", err)
+	}
 	return se, nil
 }
 

@@ -755,6 +755,20 @@ func startMCP(ctx context.Context, t *testing.T, args ...string) *sdk.ClientSess
 // startMCPClient is startMCP with a client of options opts.
 func startMCPClient(ctx context.Context, t *testing.T, opts *sdk.ClientOptions, args ...string) *sdk.ClientSession {
 	t.Helper()
+	endpoint := startMCPServer(ctx, t, args...)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// startMCPServer runs `spotter mcp --http` with args in this process until
+// the test ends, and returns its endpoint.
+func startMCPServer(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
 	pr, pw := io.Pipe()
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -779,23 +793,16 @@ func startMCPClient(ctx context.Context, t *testing.T, opts *sdk.ClientOptions, 
 			}
 		}
 	}()
-	var endpoint string
 	select {
 	case u, ok := <-addr:
 		if !ok {
 			t.Fatal("spotter mcp exited before it listened")
 		}
-		endpoint = u
+		return u
 	case <-ctx.Done():
 		t.Fatal("spotter mcp did not listen")
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", endpoint, err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return ""
 }
 
 // spotter mcp's default display is a Chromium of each session's own, on

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spotter-harness/spotter/internal/mcpclients"
+	"github.com/spotter-harness/spotter/internal/qa/qatest"
+)
+
+// inputsPage logs what reaches it to /log: a click on Press, the text in
+// the focused field, a drag of the red box (where it was dropped) and a
+// scroll.
+const inputsPage = `<!doctype html><html><head><title>Inputs</title></head><body style="margin:0;height:3000px;font:16px sans-serif">
+<input id="t" aria-label="Text" style="position:absolute;left:20px;top:20px;width:200px;height:30px">
+<button style="position:absolute;left:20px;top:80px;width:120px;height:40px" onclick="log('clicked')">Press</button>
+<div id="box" style="position:absolute;left:300px;top:80px;width:60px;height:60px;background:red"></div>
+<script>
+function log(s) { fetch('/log?e=' + encodeURIComponent(s)); }
+t.focus();
+t.addEventListener('input', () => { if (t.value === 'hello') log('typed hello'); });
+let down = false;
+box.addEventListener('mousedown', () => { down = true; });
+document.addEventListener('mouseup', e => { if (down) log('dropped at ' + e.clientX + ',' + e.clientY); down = false; });
+let scrolled = false;
+addEventListener('scroll', () => { if (!scrolled && scrollY > 100) { scrolled = true; log('scrolled'); } });
+</script></body></html>`
+
+// pageLog serves inputsPage and keeps what it logged.
+type pageLog struct {
+	URL string
+	mu  sync.Mutex
+	got []string
+}
+
+func servePageLog(t *testing.T) *pageLog {
+	p := &pageLog{}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/log" {
+			p.mu.Lock()
+			p.got = append(p.got, r.URL.Query().Get("e"))
+			p.mu.Unlock()
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, inputsPage)
+	}))
+	t.Cleanup(hs.Close)
+	p.URL = hs.URL + "/"
+	return p
+}
+
+func (p *pageLog) has(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range p.got {
+		if g == s {
+			return true
+		}
+	}
+	return false
+}
+
+// inspect runs the MCP Inspector's CLI against endpoint with args and
+// returns its output; a failed run fails t unless wantFail.
+func inspect(ctx context.Context, t *testing.T, endpoint string, args ...string) (string, error) {
+	t.Helper()
+	cmd := mcpclients.Command(ctx, t, mcpclients.Bin(t, "mcp-inspector"),
+		append([]string{"--cli", endpoint, "--transport", "http"}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), err
+}
+
+// toolResult is a tools/call result as the Inspector prints it.
+type toolResult struct {
+	Content []struct{ Type, Text string }
+	IsError bool
+}
+
+func (r toolResult) text() string {
+	var s []string
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			s = append(s, c.Text)
+		}
+	}
+	return strings.Join(s, "\n")
+}
+
+// The MCP Inspector's CLI (npm, the newest release) drives every tool of
+// `spotter mcp --http`, building each argument from the tool's input
+// schema out of its --tool-arg key=value form: the page sees the click,
+// the typing, the drag and the scroll; navigate, snapshot and the session
+// tools answer; a point written as "227,141" is refused in the schema's
+// words. The Inspector's --strict finds nothing to say about the
+// schemas, and ajv in strict mode compiles every one.
+func TestInspectorDrivesEveryTool(t *testing.T) {
+	integration(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	page := servePageLog(t)
+	endpoint := startMCPServer(ctx, t, "--start-url", page.URL, "--viewport", "800x600", "--isolate", "none")
+
+	list, err := inspect(ctx, t, endpoint, "--method", "tools/list", "--strict")
+	if err != nil {
+		t.Fatalf("tools/list --strict: %v", err)
+	}
+	ajv := mcpclients.Command(ctx, t, mcpclients.Node(t), mcpclients.Script(t, "spotter-ajv-strict.mjs", mcpclients.AJVStrict))
+	ajv.Stdin = strings.NewReader(list)
+	if out, err := ajv.CombinedOutput(); err != nil || strings.Count(string(out), "ok ") != 6 {
+		t.Errorf("ajv strict over tools/list: %v\n%s", err, out)
+	} else {
+		t.Logf("ajv strict:\n%s", out)
+	}
+
+	// Each call is a connection, and a session, of its own: they run at
+	// once. The image is the 800x600 viewport, pixel for pixel.
+	calls := []struct {
+		name string
+		args []string
+		page string // what the page logs
+		text string // what the answer says
+		fail bool
+	}{
+		{name: "computer", args: []string{"kind=click", `at={"x":80,"y":100}`}, page: "clicked"},
+		{name: "computer", args: []string{"kind=type", "text=hello"}, page: "typed hello"},
+		{name: "computer", args: []string{"kind=drag", `path=[{"x":330,"y":110},{"x":500,"y":300}]`}, page: "dropped at 500,300"},
+		{name: "computer", args: []string{"kind=scroll", `at={"x":400,"y":300}`, "dy=600"}, page: "scrolled"},
+		{name: "computer", args: []string{"kind=click", "at=227,141"}, text: `"at" must be an object, not a string`, fail: true},
+		{name: "navigate", args: []string{"url=" + page.URL + "?again"}, text: `"ran":1`},
+		{name: "snapshot", text: `button "Press" [ref=`},
+		{name: "open_session", args: []string{"start_url=" + page.URL}, text: `"session":"s`},
+		{name: "list_sessions", text: `"sessions"`},
+		{name: "close_session", args: []string{"session=s999"}, text: `no such session "s999"`, fail: true},
+	}
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		wg.Go(func() {
+			args := []string{"--method", "tools/call", "--tool-name", c.name}
+			for _, a := range c.args {
+				args = append(args, "--tool-arg", a)
+			}
+			out, err := inspect(ctx, t, endpoint, args...)
+			// The CLI exits 5 for a result with isError set, which it
+			// prints all the same.
+			if err != nil && (!c.fail || !strings.Contains(err.Error(), "tool_is_error")) {
+				t.Errorf("%s %v: %v", c.name, c.args, err)
+				return
+			}
+			var r toolResult
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Errorf("%s %v: output %q: %v", c.name, c.args, out, err)
+				return
+			}
+			if r.IsError != c.fail || !strings.Contains(r.text(), c.text) {
+				t.Errorf("%s %v: isError %v, %q; want isError %v and %q", c.name, c.args, r.IsError, r.text(), c.fail, c.text)
+			}
+			for _, gone := range []string{"Go struct", "unmarshal", "actions.Point"} {
+				if strings.Contains(r.text(), gone) {
+					t.Errorf("%s %v answered in Go's words: %q", c.name, c.args, r.text())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range calls {
+		if c.page != "" && !page.has(c.page) {
+			t.Errorf("%s %v: the page did not log %q (it logged %q)", c.name, c.args, c.page, page.got)
+		}
+	}
+}
+
+// A client of the official TypeScript SDK that declares no elicitation,
+// over stdio to `spotter mcp` (this test binary): its click on "Buy now",
+// which the purchase rule flags, is refused, and the refusal says why and
+// what to do about it; nothing is bought.
+func TestTypeScriptClientWithoutElicitation(t *testing.T) {
+	integration(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	site := qatest.ShopSite(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, _ := json.Marshal([]map[string]any{
+		{"name": "computer", "arguments": map[string]any{"kind": "screenshot"}},
+		{"name": "computer", "arguments": map[string]any{"kind": "click", "at": map[string]any{"x": 200, "y": 320}}},
+	})
+	cmd := mcpclients.Command(ctx, t, mcpclients.Node(t), mcpclients.Script(t, "spotter-ts-client.mjs", mcpclients.TSClient),
+		self, "mcp", "--start-url", site.URL, "--viewport", "800x600", "--isolate", "none")
+	cmd.Env = append(cmd.Env, "CALLS="+string(calls))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript client: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("the TypeScript client printed %q, want two results", out)
+	}
+	var buy struct {
+		IsError bool
+		Text    []string
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &buy); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(buy.Text, "\n")
+	t.Logf("refusal: %s", text)
+	for _, want := range []string{"rule purchase", "cannot ask its user", "--approvals none", "--rules", "/mcp"} {
+		if !buy.IsError || !strings.Contains(text, want) {
+			t.Errorf("click without elicitation: isError %v, %q; want a refusal that says %q", buy.IsError, text, want)
+		}
+	}
+	if n := site.Purchases.Load(); n != 0 {
+		t.Errorf("%d purchases, want 0", n)
+	}
+}
+
+// The official MCP conformance suite passes against `spotter mcp --http`,
+// but for the scenarios that need its fixture server's own tools,
+// resources and prompts, which conformance-expected.yaml lists with the
+// reason for each (a scenario listed that passes fails the run too).
+func TestConformanceStandalone(t *testing.T) {
+	integration(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	endpoint := startMCPServer(ctx, t, "--isolate", "none")
+	runConformance(ctx, t, endpoint)
+}
+
+// runConformance runs the conformance suite's server scenarios against
+// endpoint with the expected failures of mcp/conformance-expected.yaml.
+func runConformance(ctx context.Context, t *testing.T, endpoint string) {
+	t.Helper()
+	expected, err := filepath.Abs(filepath.Join("..", "..", "mcp", "conformance-expected.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := mcpclients.Command(ctx, t, mcpclients.Bin(t, "conformance"), "server", "--url", endpoint,
+		"--expected-failures", expected, "-o", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	summary := string(out)
+	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	if err != nil {
+		t.Fatalf("conformance server --url %s: %v\n%s", endpoint, err, summary)
+	}
+	t.Logf("%s", summary)
+}
