@@ -1,15 +1,22 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
+	"github.com/spotter-harness/spotter/internal/mcpclients"
 	"github.com/spotter-harness/spotter/store"
 )
 
@@ -221,4 +228,39 @@ func TestMCPApprovalsThroughThePanel(t *testing.T) {
 	if s := strings.Join(got, ","); !strings.Contains(s, "approve") || !strings.Contains(s, "deny") {
 		t.Errorf("audit actions of %s = %v, want approve and deny", id, got)
 	}
+}
+
+// The official MCP conformance suite passes against serve's /mcp (through
+// a proxy that adds the server token, which the suite cannot send), but
+// for the fixture-only scenarios of mcp/conformance-expected.yaml.
+func TestConformanceServe(t *testing.T) {
+	if !integration() {
+		t.Skip("SPOTTER_INTEGRATION=1 runs the conformance suite (npm, Node.js 22)")
+	}
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true})
+	target, _ := url.Parse(e.base)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host // the DNS rebinding scenario's Host reaches the server
+		r.Out.Header.Set("Authorization", "Bearer "+testToken)
+	}, FlushInterval: -1})
+	t.Cleanup(proxy.Close)
+	expected, err := filepath.Abs(filepath.Join("..", "mcp", "conformance-expected.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := mcpclients.Command(ctx, t, mcpclients.Bin(t, "conformance"), "server", "--url", proxy.URL+"/mcp",
+		"--expected-failures", expected, "-o", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	summary := string(out)
+	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	if err != nil {
+		t.Fatalf("conformance server: %v\n%s", err, summary)
+	}
+	t.Logf("%s", summary)
 }
