@@ -5,15 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/internal/mcpclients"
 	"github.com/spotter-harness/spotter/internal/qa/qatest"
 )
@@ -266,4 +272,108 @@ func runConformance(ctx context.Context, t *testing.T, endpoint string) {
 		t.Fatalf("conformance server --url %s: %v\n%s", endpoint, err, summary)
 	}
 	t.Logf("%s", summary)
+}
+
+// A text-only client (it reads no image) completes the shop's form through
+// `spotter mcp` with the snapshot tool and element refs alone: the PIN
+// typed into the field its ref names (the password rule asks first), then
+// "Buy now" by its ref, which the purchase rule flags: the client's user
+// is asked (the question frames the element) and approves, and the shop
+// sees one purchase. The session's
+// trace (--out) shows each ref beside the point it resolved to, and no
+// PIN.
+func TestTextOnlyClientCompletesAForm(t *testing.T) {
+	integration(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	site := qatest.ShopSite(t)
+	out := t.TempDir()
+	var asked []string
+	approve := &sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		asked = append(asked, r.Params.Message)
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}}
+	cs := startMCPClient(ctx, t, approve, "--start-url", site.URL, "--viewport", "800x600", "--isolate", "none", "--out", out)
+	text := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s %v: %v", name, args, err)
+		}
+		var s []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				s = append(s, tc.Text)
+			}
+		}
+		if res.IsError {
+			t.Fatalf("%s %v: %s", name, args, strings.Join(s, "\n"))
+		}
+		return strings.Join(s, "\n")
+	}
+	ref := func(snap, line string) string {
+		t.Helper()
+		m := regexp.MustCompile(regexp.QuoteMeta(line) + `[^\n]*\[ref=(e\d+)\]`).FindStringSubmatch(snap)
+		if m == nil {
+			t.Fatalf("no %q with a ref in the snapshot:\n%s", line, snap)
+		}
+		return m[1]
+	}
+	const pin = "80417"
+	snap := text("snapshot", nil)
+	pinRef, buyRef := ref(snap, `textbox "Card PIN"`), ref(snap, `button "Buy now"`)
+	text("computer", map[string]any{"kind": "click", "at": map[string]any{"ref": pinRef}})
+	text("computer", map[string]any{"kind": "type", "text": pin})
+	bought := text("computer", map[string]any{"kind": "click", "at": map[string]any{"ref": buyRef}})
+	if n := site.Purchases.Load(); n != 1 {
+		t.Errorf("%d purchases, want 1", n)
+	}
+	if !strings.Contains(bought, buyRef+` (button \"Buy now\") is at (`) {
+		t.Errorf("the click's answer %q does not say where %s resolved", bought, buyRef)
+	}
+	// The rules flag typing into the password field too; the purchase's
+	// question frames the button.
+	if len(asked) != 2 || !strings.Contains(asked[0], "rule password") || !strings.Contains(asked[1], "rule purchase") ||
+		!strings.Contains(asked[1], "element: framed at (100,300)-(300,340)") {
+		t.Errorf("questions %q, want the password's and the purchase's, which frames the button", asked)
+	}
+	if after := text("snapshot", nil); !strings.Contains(after, `"Bought"`) || strings.Contains(after, pin) {
+		t.Errorf("snapshot after buying: want the page's Bought, never the PIN:\n%s", after)
+	}
+	list := text("list_sessions", nil)
+	var sessions struct{ Sessions []struct{ ID string } }
+	if err := json.Unmarshal([]byte(list), &sessions); err != nil || len(sessions.Sessions) != 1 {
+		t.Fatalf("list_sessions = %s (%v)", list, err)
+	}
+	text("close_session", map[string]any{"session": sessions.Sessions[0].ID})
+
+	dirs, err := os.ReadDir(out)
+	if err != nil || len(dirs) != 1 {
+		t.Fatalf("--out holds %v (%v), want one session", dirs, err)
+	}
+	dir := filepath.Join(out, dirs[0].Name())
+	evs, err := trace.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved := map[string]actions.Point{}
+	for _, e := range evs {
+		if e.Type == trace.TypeAction && e.Action.HasAt && e.Action.At.Ref != "" {
+			resolved[e.Action.At.Ref] = e.Action.At
+		}
+	}
+	for _, r := range []string{pinRef, buyRef} {
+		if p, ok := resolved[r]; !ok || p.X <= 0 || p.Y <= 0 {
+			t.Errorf("the trace's actions show %s at %v (%v), want the ref beside a point", r, p, ok)
+		}
+	}
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(pin)) {
+				t.Errorf("%s holds the PIN", path)
+			}
+		}
+		return nil
+	})
 }
