@@ -389,7 +389,7 @@ func TestOpenSessionStartURLGoesThroughThePolicy(t *testing.T) {
 	if !strings.Contains(errText, "not allowed") {
 		t.Errorf("open_session off the allowlist: error %q, want the policy's refusal", errText)
 	}
-	if got := f.srv.list(); len(got) != 0 {
+	if got := f.srv.list(""); len(got) != 0 {
 		t.Errorf("sessions after a refused open = %+v, want none", got)
 	}
 	opened, _, errText := call(t, cs, ToolOpenSession, map[string]any{"start_url": "https://example.test/a"})

@@ -135,6 +135,11 @@ type session struct {
 	// (the client's DELETE, a dropped stdio pipe, its idle timeout), the
 	// session closes. Nil for a session of no connection (tests).
 	owner *sdk.ServerSession
+	// client is the MCP client that opened the session, from its
+	// connection's bearer token (Client): a connection of another client
+	// neither sees nor drives it. "" for a connection without one (stdio,
+	// spotter serve's server token), which sees every session.
+	client string
 	// used is when a call last named the session, busy how many of its
 	// calls are in progress (a call waiting for an approval is busy),
 	// under Server.mu: an idle session is closed.
@@ -291,8 +296,24 @@ func (s *Server) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// open starts a session of conn with its own display.
-func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, start string) (*session, error) {
+// ClientPrefix starts the auth.TokenInfo.UserID of a request whose
+// token names an MCP client (ClientPrefix + the client's name): a server
+// behind such tokens (spotter serve's /mcp) confines each client to the
+// sessions it opened. A request without a TokenInfo, or with another
+// UserID, is of no client and sees every session.
+const ClientPrefix = "mcp-client/"
+
+// clientOf returns the MCP client a request's token names, or "".
+func clientOf(extra *sdk.RequestExtra) string {
+	if extra == nil || extra.TokenInfo == nil || !strings.HasPrefix(extra.TokenInfo.UserID, ClientPrefix) {
+		return ""
+	}
+	return extra.TokenInfo.UserID
+}
+
+// open starts a session of conn (a connection of client) with its own
+// display.
+func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, client, start string) (*session, error) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -318,7 +339,7 @@ func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, start string
 		}
 		return nil, err
 	}
-	se.owner, se.used = conn, time.Now()
+	se.owner, se.client, se.used = conn, client, time.Now()
 	s.sessions[id] = se
 	s.watch(conn)
 	s.log.InfoContext(ctx, "session opened", "session", id)
@@ -379,8 +400,16 @@ func (se *session) screenshot(ctx context.Context) (screen.Shot, error) {
 
 // closeSession closes the session id.
 func (s *Server) closeSession(ctx context.Context, id string) error {
+	return s.closeSessionOf(ctx, "", id)
+}
+
+// closeSessionOf closes the session id if client ("": any) opened it.
+func (s *Server) closeSessionOf(ctx context.Context, client, id string) error {
 	s.mu.Lock()
 	se, ok := s.sessions[id]
+	if ok && se != nil && client != "" && se.client != client {
+		ok = false
+	}
 	if ok && se != nil {
 		delete(s.sessions, id)
 		for c, d := range s.defaults {
@@ -407,15 +436,19 @@ func (s *Server) closeSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// lookup returns the session a call names, or the connection's default
-// session, opening it at first use. Either is marked used now.
-func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string) (*session, error) {
+// lookup returns the session a call of client names, or the connection's
+// default session, opening it at first use. Either is marked used now. A
+// session of another client is not found.
+func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, client, id string) (*session, error) {
 	s.mu.Lock()
 	if id == "" {
 		id = s.defaults[conn]
 	}
 	if id != "" {
 		se, ok := s.sessions[id]
+		if ok && se != nil && client != "" && se.client != client {
+			ok = false // another client's: as if it did not exist
+		}
 		if ok && se != nil {
 			se.used = time.Now()
 		}
@@ -426,7 +459,7 @@ func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string)
 		return se, nil
 	}
 	s.mu.Unlock()
-	se, err := s.open(ctx, conn, "")
+	se, err := s.open(ctx, conn, client, "")
 	if err != nil {
 		return nil, err
 	}
@@ -446,12 +479,13 @@ func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, id string)
 	return se, nil
 }
 
-func (s *Server) list() []sessionInfo {
+// list returns the sessions client sees: its own, or all for "".
+func (s *Server) list(client string) []sessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []sessionInfo
 	for id, se := range s.sessions {
-		if se == nil {
+		if se == nil || client != "" && se.client != client {
 			continue
 		}
 		info := sessionInfo{ID: id, StartURL: se.url}

@@ -224,7 +224,7 @@ func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 		}
 		batch = []actions.Action{act}
 	}
-	se, err := s.lookup(ctx, req.Session, a.Session)
+	se, err := s.lookup(ctx, req.Session, clientOf(req.Extra), a.Session)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -239,7 +239,7 @@ func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	se, err := s.lookup(ctx, req.Session, a.Session)
+	se, err := s.lookup(ctx, req.Session, clientOf(req.Extra), a.Session)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -255,7 +255,7 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if err != nil {
 		return errorResult(err), nil
 	}
-	se, err := s.open(ctx, req.Session, "")
+	se, err := s.open(ctx, req.Session, clientOf(req.Extra), "")
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -292,7 +292,7 @@ func (s *Server) closeSessionTool(ctx context.Context, req *sdk.CallToolRequest)
 	if a.Session == "" {
 		return errorResult(errors.New("session is required")), nil
 	}
-	if err := s.closeSession(ctx, a.Session); err != nil {
+	if err := s.closeSessionOf(ctx, clientOf(req.Extra), a.Session); err != nil {
 		return errorResult(err), nil
 	}
 	return textResult(map[string]any{"closed": a.Session}), nil
@@ -303,7 +303,7 @@ func (s *Server) snapshot(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	se, err := s.lookup(ctx, req.Session, a.Session)
+	se, err := s.lookup(ctx, req.Session, clientOf(req.Extra), a.Session)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -323,7 +323,7 @@ func (s *Server) snapshot(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 }
 
 func (s *Server) listSessions(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	return textResult(map[string]any{"sessions": s.list()}), nil
+	return textResult(map[string]any{"sessions": s.list(clientOf(req.Extra))}), nil
 }
 
 // call runs a batch of conn's call of tool in the session, through the

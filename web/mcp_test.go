@@ -264,3 +264,85 @@ func TestConformanceServe(t *testing.T) {
 	}
 	t.Logf("%s", summary)
 }
+
+// A token scoped to one MCP client (POST /mcp/tokens) reaches /mcp only,
+// and its connections list and drive only that client's sessions; the
+// server token's connection sees every client's.
+func TestMCPClientTokensConfine(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true})
+	mint := func(client string) string {
+		t.Helper()
+		var out struct{ Client, Token string }
+		r := e.request("POST", "/mcp/tokens", map[string]any{"client": client})
+		defer r.Body.Close()
+		if r.StatusCode != http.StatusOK || json.NewDecoder(r.Body).Decode(&out) != nil || out.Client != client || out.Token == "" {
+			t.Fatalf("POST /mcp/tokens %s = %d %+v", client, r.StatusCode, out)
+		}
+		return out.Token
+	}
+	alice, bob := mint("alice"), mint("bob")
+	if r := e.request("POST", "/mcp/tokens", map[string]any{"client": "a.b"}); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("POST /mcp/tokens a.b = %d, want 400", r.StatusCode)
+	}
+	connect := func(tok string) *sdk.ClientSession {
+		t.Helper()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok}}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	sessions := func(cs *sdk.ClientSession) []string {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "list_sessions", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("list_sessions = %v %+v", err, res)
+		}
+		var out struct{ Sessions []struct{ ID string } }
+		if err := json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range out.Sessions {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	a, b, admin := connect(alice), connect(bob), connect(testToken)
+	aShot := callMCP(t, a, map[string]any{"kind": "screenshot"})
+	bShot := callMCP(t, b, map[string]any{"kind": "screenshot"})
+	if got := sessions(a); len(got) != 1 || got[0] != aShot.note.Session {
+		t.Errorf("alice lists %v, want only her session %s", got, aShot.note.Session)
+	}
+	if got := sessions(b); len(got) != 1 || got[0] != bShot.note.Session {
+		t.Errorf("bob lists %v, want only his session %s", got, bShot.note.Session)
+	}
+	if got := sessions(admin); len(got) != 2 {
+		t.Errorf("the server token lists %v, want both clients' sessions", got)
+	}
+	// Bob cannot drive, or close, Alice's session: it does not exist for him.
+	if r := callMCP(t, b, map[string]any{"kind": "screenshot", "session": aShot.note.Session}); !strings.Contains(r.errText, "no such session") {
+		t.Errorf("bob's call on alice's session = %+v, want no such session", r)
+	}
+	res, err := b.CallTool(t.Context(), &sdk.CallToolParams{Name: "close_session", Arguments: map[string]any{"session": aShot.note.Session}})
+	if err != nil || !res.IsError {
+		t.Errorf("bob's close_session of alice's session = %v %+v, want refused", err, res)
+	}
+	if r := callMCP(t, admin, map[string]any{"kind": "screenshot", "session": aShot.note.Session}); r.errText != "" {
+		t.Errorf("the server token's call on alice's session: %s", r.errText)
+	}
+	// A client token reaches /mcp only.
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", e.base+"/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /sessions with an MCP client token = %d, want 403", r.StatusCode)
+	}
+}

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
@@ -225,6 +226,10 @@ type Server struct {
 
 	mcp  *mcp.Server
 	mcpH http.Handler // mcp's streamable HTTP handler, which holds the MCP sessions
+	// mcpAuthH is mcpH behind the bearer check that names the MCP client
+	// of the request's token (mcp.Server confines each client to its own
+	// sessions).
+	mcpAuthH http.Handler
 
 	allowed []*url.URL // Config.AllowBaseURLs (models.go)
 
@@ -328,6 +333,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcpH = s.mcp.Handler()
+	s.mcpAuthH = auth.RequireBearerToken(func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		if client, ok := s.mcpClient(tok); ok {
+			return &auth.TokenInfo{UserID: mcp.ClientPrefix + client}, nil
+		}
+		return &auth.TokenInfo{}, nil // authenticate let it through: the server token sees every session
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpH)
 	s.assets = panel.FS
 	s.engine = s.routes()
 	return s, nil
