@@ -26,6 +26,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +84,12 @@ type Config struct {
 	// connection that has sent no request for this long, with the
 	// sessions it opened. Zero: DefaultIdleTimeout; negative: never.
 	IdleTimeout time.Duration
+
+	// ConnectionPrefix starts the id of every streamable HTTP connection
+	// (Mcp-Session-Id) this server makes, before a random part without
+	// dots: replicas of spotter serve put their own id and a dot there,
+	// so that any replica knows which one holds a client's connection.
+	ConnectionPrefix string
 
 	MaxSessions int          // default 8
 	Name        string       // the server's name in the handshake; default "spotter"
@@ -190,6 +197,9 @@ func New(cfg Config) (*Server, error) {
 			"then act in the pixels of that image; every call answers with a fresh screenshot. " +
 			"Pass frame_id to say which screenshot your coordinates refer to.",
 		Logger: cfg.Logger,
+		GetSessionID: func() string {
+			return cfg.ConnectionPrefix + rand.Text()
+		},
 	})
 	s.addTools()
 	return s, nil

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -526,6 +527,8 @@ func (s *Server) route(g *gin.Context) {
 		s.routeNew(g, route, forwarded)
 	case c == nil:
 		g.Next()
+	case mcpRoutes[route]:
+		s.routeMCP(g, g.GetHeader("Mcp-Session-Id"), forwarded)
 	case sessionRoutes[route] || route == "POST /session/:id/token":
 		// sessionRoutes (auth.go): a session's own routes. Issuing a
 		// token needs no state, but checks that the session exists.
@@ -546,7 +549,7 @@ func (s *Server) route(g *gin.Context) {
 // room; none while draining.
 func (s *Server) routeNew(g *gin.Context, route string, forwarded bool) {
 	c := s.cluster
-	if c != nil && !forwarded && route != "POST /mcp" {
+	if c != nil && !forwarded {
 		addr, err := c.place(g.Request.Context())
 		if err != nil {
 			s.log.Warn("place a session", "err", err)
@@ -561,6 +564,34 @@ func (s *Server) routeNew(g *gin.Context, route string, forwarded bool) {
 		return
 	}
 	g.Next()
+}
+
+// routeMCP answers a request of an MCP client's connection (its
+// Mcp-Session-Id starts with the id of the replica that holds it, and a
+// dot) here, or forwards it to that replica. A connection whose replica
+// is gone is gone with it: the answer is the 404 that tells an MCP client
+// to start a new connection.
+func (s *Server) routeMCP(g *gin.Context, conn string, forwarded bool) {
+	c := s.cluster
+	i := strings.LastIndexByte(conn, '.')
+	if i < 0 || forwarded || conn[:i] == c.id {
+		g.Next()
+		return
+	}
+	rs, err := s.st.Replicas(g.Request.Context())
+	if err != nil {
+		s.log.Warn("find an MCP connection's replica", "err", err)
+		unavailable(g, time.Second, "the store did not answer; try again")
+		return
+	}
+	now := time.Now()
+	for _, r := range rs {
+		if r.ID == conn[:i] && r.Live(now) && r.Addr != "" {
+			c.forward(g, r.Addr)
+			return
+		}
+	}
+	abort(g, http.StatusNotFound, "session not found: the replica that held this MCP connection is gone; start a new one")
 }
 
 // routeSession answers a session's request here if this replica owns it,

@@ -354,6 +354,7 @@ func TestReplicas(t *testing.T) {
 	tags := []string{"t0", "mid", "appr", "t3", "t4", "t5"}
 	midStream := rt.placeSessions(tags)
 	rt.checkPlacement(tags)
+	rt.mcpAcrossReplicas()
 	rt.killMidTurn(midStream)
 	rt.killWithApprovalPending()
 	rt.checkSessions(tags)

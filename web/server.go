@@ -639,8 +639,14 @@ func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.
 		},
 		MaxSessions: mc.MaxSessions,
 		IdleTimeout: mc.IdleTimeout,
-		Version:     s.cfg.Version,
-		Logger:      s.log,
+		ConnectionPrefix: func() string {
+			if s.cluster != nil {
+				return s.cluster.id + "."
+			}
+			return ""
+		}(),
+		Version: s.cfg.Version,
+		Logger:  s.log,
 	})
 }
 
