@@ -16,9 +16,9 @@ var ErrStaleRef = errors.New("stale element reference")
 // name, states and a short reference the client may act on instead of a
 // point:
 //
-//	- heading "Check in" [level=1] [ref=e1]
-//	- textbox "Passenger name" [required] [ref=e2]: Ada
-//	- button "Buy now" [ref=e3]
+//   - heading "Check in" [level=1] [ref=e1]
+//   - textbox "Passenger name" [required] [ref=e2]: Ada
+//   - button "Buy now" [ref=e3]
 //
 // The same element keeps its reference across snapshots of one page.
 type Snapshot struct {

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -246,23 +245,9 @@ func TestConformanceServe(t *testing.T) {
 		r.Out.Header.Set("Authorization", "Bearer "+testToken)
 	}, FlushInterval: -1})
 	t.Cleanup(proxy.Close)
-	expected, err := filepath.Abs(filepath.Join("..", "mcp", "conformance-expected.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	cmd := mcpclients.Command(ctx, t, mcpclients.Bin(t, "conformance"), "server", "--url", proxy.URL+"/mcp",
-		"--expected-failures", expected, "-o", t.TempDir())
-	out, err := cmd.CombinedOutput()
-	summary := string(out)
-	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
-		summary = summary[i:]
-	}
-	if err != nil {
-		t.Fatalf("conformance server: %v\n%s", err, summary)
-	}
-	t.Logf("%s", summary)
+	mcpclients.Conformance(ctx, t, proxy.URL+"/mcp")
 }
 
 // A token scoped to one MCP client (POST /mcp/tokens) reaches /mcp only,

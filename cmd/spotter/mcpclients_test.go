@@ -250,28 +250,7 @@ func TestConformanceStandalone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	endpoint := startMCPServer(ctx, t, "--isolate", "none")
-	runConformance(ctx, t, endpoint)
-}
-
-// runConformance runs the conformance suite's server scenarios against
-// endpoint with the expected failures of mcp/conformance-expected.yaml.
-func runConformance(ctx context.Context, t *testing.T, endpoint string) {
-	t.Helper()
-	expected, err := filepath.Abs(filepath.Join("..", "..", "mcp", "conformance-expected.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := mcpclients.Command(ctx, t, mcpclients.Bin(t, "conformance"), "server", "--url", endpoint,
-		"--expected-failures", expected, "-o", t.TempDir())
-	out, err := cmd.CombinedOutput()
-	summary := string(out)
-	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
-		summary = summary[i:]
-	}
-	if err != nil {
-		t.Fatalf("conformance server --url %s: %v\n%s", endpoint, err, summary)
-	}
-	t.Logf("%s", summary)
+	mcpclients.Conformance(ctx, t, endpoint)
 }
 
 // A text-only client (it reads no image) completes the shop's form through
@@ -279,9 +258,8 @@ func runConformance(ctx context.Context, t *testing.T, endpoint string) {
 // typed into the field its ref names (the password rule asks first), then
 // "Buy now" by its ref, which the purchase rule flags: the client's user
 // is asked (the question frames the element) and approves, and the shop
-// sees one purchase. The session's
-// trace (--out) shows each ref beside the point it resolved to, and no
-// PIN.
+// sees one purchase. The session's trace (--out) shows each ref beside
+// the point it resolved to, and no PIN.
 func TestTextOnlyClientCompletesAForm(t *testing.T) {
 	integration(t)
 	t.Parallel()

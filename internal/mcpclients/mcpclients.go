@@ -60,7 +60,9 @@ func Node(t testing.TB) string { return filepath.Join(Dir(t), "node_modules", ".
 
 // Bin returns the path of an installed package's program, such as
 // "mcp-inspector" or "conformance".
-func Bin(t testing.TB, name string) string { return filepath.Join(Dir(t), "node_modules", ".bin", name) }
+func Bin(t testing.TB, name string) string {
+	return filepath.Join(Dir(t), "node_modules", ".bin", name)
+}
 
 // Script writes script into the install directory as name and returns its
 // path.
@@ -81,4 +83,25 @@ func Command(ctx context.Context, t testing.TB, name string, args ...string) *ex
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(Node(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cmd.Dir = Dir(t)
 	return cmd
+}
+
+// Conformance runs the official conformance suite's server scenarios
+// against the MCP endpoint url, with the expected failures (and their
+// reasons) of mcp/conformance-expected.yaml, and fails t unless the run
+// passes: a scenario that fails and is not listed, or one listed that
+// passes, fails it.
+func Conformance(ctx context.Context, t testing.TB, url string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	expected := filepath.Join(filepath.Dir(file), "..", "..", "mcp", "conformance-expected.yaml")
+	cmd := Command(ctx, t, Bin(t, "conformance"), "server", "--url", url, "--expected-failures", expected, "-o", t.TempDir())
+	out, err := cmd.CombinedOutput()
+	summary := string(out)
+	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	if err != nil {
+		t.Fatalf("conformance server --url %s: %v\n%s", url, err, summary)
+	}
+	t.Logf("%s", summary)
 }

@@ -29,10 +29,8 @@ import (
 func (d *Display) Snapshot(ctx context.Context) (screen.Snapshot, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
-		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
+	ctx, cancel, top, page, err := d.refPage(ctx)
 	defer cancel()
-	top, page, err := d.refPage(ctx)
 	if err != nil {
 		return screen.Snapshot{}, fmt.Errorf("snapshot: %w", err)
 	}
@@ -98,9 +96,17 @@ func (d *Display) maskPasswords(ctx context.Context, top cdp.Session, nodes []ax
 	return nodes, nil
 }
 
-// refPage returns the active tab's session and the key of its page for
-// references. It runs under mu.
-func (d *Display) refPage(ctx context.Context) (cdp.Session, string, error) {
+// refPage bounds ctx by hitjs.Timeout and returns it with the active
+// tab's session and the key of its page for references. It runs under
+// mu; the caller must call cancel.
+func (d *Display) refPage(ctx context.Context) (context.Context, context.CancelFunc, cdp.Session, string, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
+		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
+	top, key, err := d.refKey(ctx)
+	return ctx, cancel, top, key, err
+}
+
+func (d *Display) refKey(ctx context.Context) (cdp.Session, string, error) {
 	if err := d.check(); err != nil {
 		return nil, "", err
 	}
@@ -135,10 +141,8 @@ func (d *Display) refPage(ctx context.Context) (cdp.Session, string, error) {
 func (d *Display) Locate(ctx context.Context, ref string) (screen.Located, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ctx, cancel := context.WithTimeoutCause(ctx, hitjs.Timeout,
-		fmt.Errorf("the page did not answer within %v: %w", hitjs.Timeout, ErrUnresponsive))
+	ctx, cancel, top, page, err := d.refPage(ctx)
 	defer cancel()
-	top, page, err := d.refPage(ctx)
 	if err != nil {
 		return screen.Located{}, fmt.Errorf("locate %s: %w", ref, err)
 	}
