@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -354,4 +355,70 @@ func TestTextOnlyClientCompletesAForm(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A stdio client that goes away (its pipe to `spotter mcp` closed) ends
+// its session at once: spotter mcp exits, and the browser it started for
+// the session is gone with it.
+func TestStdioDropEndsTheSession(t *testing.T) {
+	integration(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "mcp", "--browsers", "0", "--isolate", "none")
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "screenshot"}})
+	if err != nil || res.IsError {
+		t.Fatalf("screenshot = %v %+v", err, res)
+	}
+	browsers := descendants(cmd.Process.Pid)
+	if len(browsers) == 0 {
+		t.Fatal("spotter mcp has no child process while its session is open: no browser to watch")
+	}
+	start := time.Now()
+	cs.Close() // closes the pipe, then waits for the process
+	if cmd.ProcessState == nil {
+		t.Fatal("spotter mcp still runs after its client's pipe closed")
+	}
+	// Chromium's last helpers exit once they see their browser gone.
+	alive := func() []string {
+		var left []string
+		for _, pid := range browsers {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
+				left = append(left, fmt.Sprintf("%d %.80s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+			}
+		}
+		return left
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(alive()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond) // polling the condition, bounded
+	}
+	if left := alive(); len(left) > 0 {
+		t.Errorf("processes of the session's browser outlived spotter mcp by 10s: %q", left)
+	}
+	t.Logf("spotter mcp and its %d browser processes ended %v after the pipe closed", len(browsers), time.Since(start).Round(time.Millisecond))
+}
+
+// descendants returns the pids of pid's children and theirs.
+func descendants(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			var c int
+			if _, err := fmt.Sscan(s, &c); err == nil {
+				out = append(out, c)
+				out = append(out, descendants(c)...)
+			}
+		}
+	}
+	return out
 }
