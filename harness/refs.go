@@ -25,8 +25,9 @@ type Referencer interface {
 }
 
 // ErrNoDOM marks a snapshot or an element reference asked of a display
-// that has no page to read: a desktop or a VNC server.
-var ErrNoDOM = errors.New("this display is a desktop, not a browser: it has no DOM, so it has no snapshot or element references; act in pixels of the screenshot")
+// that cannot name a page's elements: a desktop or a VNC server, which
+// have no DOM, or a Playwright display, which does not take snapshots yet.
+var ErrNoDOM = errors.New("this display cannot name elements: a desktop or VNC server has no DOM (and a Playwright display takes no snapshot yet), so there is no snapshot or element reference here; act in pixels of the screenshot")
 
 // Snapshot returns the display's accessibility tree with element
 // references, with every secret the executor knows redacted, and records
