@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -76,8 +75,12 @@ type Config struct {
 	// Approver, a trace (of every call, action, result and screenshot),
 	// and the events of its calls for the session's history. It is
 	// called once the display is open, before the start page is. id is
-	// the session's id in this server.
-	Attach func(ctx context.Context, id string, d Display) (Attached, error)
+	// the session's id in this server, c the connection that opens it.
+	Attach func(ctx context.Context, id string, d Display, c Conn) (Attached, error)
+	// NewID names each new session; default s1, s2, ... A server that
+	// keeps sessions across restarts and replicas (spotter serve) gives
+	// ids unique among all of them: a resumed session keeps its id.
+	NewID func() string
 
 	// IdleTimeout closes a session nobody has called for this long (its
 	// display released, its record closed), and a streamable HTTP
@@ -122,6 +125,7 @@ type Server struct {
 	sessions map[string]*session
 	defaults map[*sdk.ServerSession]string // connection -> its default session
 	watched  map[*sdk.ServerSession]bool   // connections whose end closes their sessions
+	adopted  map[string]*adoptedConn       // connections of resumed sessions, by id (resume.go)
 	parked   map[string]*parked            // calls in progress, by id (ask.go)
 	closed   bool
 	// wg counts the server's goroutines: those that close default
@@ -140,8 +144,14 @@ type session struct {
 	attached Attached
 	// owner is the connection that opened the session: when it ends
 	// (the client's DELETE, a dropped stdio pipe, its idle timeout), the
-	// session closes. Nil for a session of no connection (tests).
+	// session closes. Nil for a session of no connection (tests), and
+	// for a resumed one until its client comes back (resume.go).
 	owner *sdk.ServerSession
+	// conn is the owner's id (its Mcp-Session-Id), "" over stdio.
+	conn string
+	// note is said with the result of the session's next call (why its
+	// display was opened anew), under Server.mu.
+	note string
 	// client is the MCP client that opened the session, from its
 	// connection's bearer token (Client): a connection of another client
 	// neither sees nor drives it. "" for a connection without one (stdio,
@@ -183,8 +193,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{},
-		defaults: map[*sdk.ServerSession]string{}, watched: map[*sdk.ServerSession]bool{}, parked: map[string]*parked{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, sessions: map[string]*session{}, defaults: map[*sdk.ServerSession]string{},
+		watched: map[*sdk.ServerSession]bool{}, adopted: map[string]*adoptedConn{}, parked: map[string]*parked{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.IdleTimeout > 0 {
 		s.wg.Go(s.reap)
@@ -212,16 +222,6 @@ func (s *Server) MCP() *sdk.Server { return s.srv }
 // the client disconnects or ctx is done.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return s.srv.Run(ctx, t)
-}
-
-// Handler serves MCP's streamable HTTP transport. Requests that reach a
-// loopback listener with another Host header are refused (DNS rebinding).
-func (s *Server) Handler() http.Handler {
-	var opts sdk.StreamableHTTPOptions
-	if s.cfg.IdleTimeout > 0 {
-		opts.SessionTimeout = s.cfg.IdleTimeout
-	}
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.srv }, &opts)
 }
 
 // reap closes the sessions nobody has called for IdleTimeout, until the
@@ -269,6 +269,16 @@ func (s *Server) watch(conn *sdk.ServerSession) {
 		s.mu.Lock()
 		delete(s.watched, conn)
 		delete(s.defaults, conn)
+		if a := s.adopted[conn.ID()]; a != nil {
+			a.mu.Lock()
+			if a.ss == conn {
+				if a.timer != nil {
+					a.timer.Stop()
+				}
+				delete(s.adopted, a.id)
+			}
+			a.mu.Unlock()
+		}
 		var ids []string
 		for id, se := range s.sessions {
 			if se != nil && se.owner == conn {
@@ -322,8 +332,8 @@ func clientOf(extra *sdk.RequestExtra) string {
 }
 
 // open starts a session of conn (a connection of client) with its own
-// display.
-func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, client, start string) (*session, error) {
+// display; def says it is to be the connection's default session.
+func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, client, start string, def bool) (*session, error) {
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -333,12 +343,28 @@ func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, client, star
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%w (%d); close one first", ErrTooMany, s.cfg.MaxSessions)
 	}
-	s.seq++
-	id := fmt.Sprintf("s%d", s.seq)
+	var id string
+	if s.cfg.NewID != nil {
+		id = s.cfg.NewID()
+	} else {
+		s.seq++
+		id = fmt.Sprintf("s%d", s.seq)
+	}
+	if _, taken := s.sessions[id]; taken || id == "" {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("session id %q is taken", id)
+	}
 	s.sessions[id] = nil // reserve the slot while the display opens
 	s.mu.Unlock()
 
-	se, err := s.newSession(ctx, id, start)
+	c := Conn{Client: client, Default: def}
+	if conn != nil {
+		c.ID = conn.ID()
+		if ip := conn.InitializeParams(); ip != nil {
+			c.Init, _ = json.Marshal(ip)
+		}
+	}
+	se, err := s.newSession(ctx, id, start, c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil || s.closed {
@@ -349,39 +375,53 @@ func (s *Server) open(ctx context.Context, conn *sdk.ServerSession, client, star
 		}
 		return nil, err
 	}
-	se.owner, se.client, se.used = conn, client, time.Now()
+	se.owner, se.conn, se.client, se.used = conn, c.ID, client, time.Now()
 	s.sessions[id] = se
 	s.watch(conn)
 	s.log.InfoContext(ctx, "session opened", "session", id)
 	return se, nil
 }
 
-func (s *Server) newSession(ctx context.Context, id, start string) (*session, error) {
+func (s *Server) newSession(ctx context.Context, id, start string, c Conn) (*session, error) {
+	if start == "" {
+		start = s.cfg.StartURL
+	}
+	return s.startSession(ctx, id, start, 0, func(ctx context.Context, d Display) (Attached, error) {
+		if s.cfg.Attach == nil {
+			return Attached{Approver: s.cfg.Approver}, nil
+		}
+		return s.cfg.Attach(ctx, id, d, c)
+	})
+}
+
+// startSession opens a display for session id at page and attaches it
+// (as soon as it is open, so that what the page does, the egress it asks
+// for, reaches what supervises it); the session's frames are numbered
+// after frameSeq.
+func (s *Server) startSession(ctx context.Context, id, page string, frameSeq int, attach func(context.Context, Display) (Attached, error)) (*session, error) {
 	d, err := s.cfg.NewDisplay(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open a display: %w", err)
 	}
-	if start == "" {
-		start = s.cfg.StartURL
+	at, err := attach(ctx, d)
+	if err != nil {
+		d.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("attach session %s: %w", id, err)
 	}
-	// Attached as soon as the display is open, so that what the start
-	// page does (the egress it asks for) reaches what supervises it.
-	at := Attached{Approver: s.cfg.Approver}
-	if s.cfg.Attach != nil {
-		if at, err = s.cfg.Attach(ctx, id, d); err != nil {
-			d.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("attach session %s: %w", id, err)
-		}
-	}
-	se := &session{id: id, disp: d, url: start, attached: at}
-	if start != "" {
-		if err := d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: start}}); err != nil {
+	se := &session{id: id, disp: d, url: page, attached: at}
+	if page != "" {
+		if err := d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: page}}); err != nil {
 			se.close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("open %s: %w", start, err)
+			return nil, fmt.Errorf("open %s: %w", page, err)
 		}
 	}
-	se.exec, err = harness.NewExecutor(harness.ExecutorConfig{Display: d, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
-		Capture: s.cfg.Capture, Approver: at.Approver, Trace: at.Trace, OnEvent: at.OnEvent, Logger: s.log})
+	// The executor hit-tests and resolves element references on the
+	// display itself; its screenshots are numbered by the session.
+	cfg := harness.ExecutorConfig{Display: &numbered{Display: d, seq: frameSeq}, Policy: s.cfg.Policy, Limits: s.cfg.Limits,
+		Capture: s.cfg.Capture, Approver: at.Approver, Trace: at.Trace, OnEvent: at.OnEvent, Logger: s.log}
+	cfg.Inspector, _ = d.(harness.Inspector)
+	cfg.Referencer, _ = d.(harness.Referencer)
+	se.exec, err = harness.NewExecutor(cfg)
 	if err != nil {
 		se.close(context.WithoutCancel(ctx))
 		return nil, err
@@ -427,6 +467,7 @@ func (s *Server) closeSessionOf(ctx context.Context, client, id string) error {
 				delete(s.defaults, c)
 			}
 		}
+		s.forgetAdopted(se.conn)
 		for _, p := range s.parked {
 			if p.session == id {
 				p.cancel(fmt.Errorf("session %s closed", id)) // a question it waits on is withdrawn
@@ -469,7 +510,7 @@ func (s *Server) lookup(ctx context.Context, conn *sdk.ServerSession, client, id
 		return se, nil
 	}
 	s.mu.Unlock()
-	se, err := s.open(ctx, conn, client, "")
+	se, err := s.open(ctx, conn, client, "", true)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -255,7 +256,7 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if err != nil {
 		return errorResult(err), nil
 	}
-	se, err := s.open(ctx, req.Session, clientOf(req.Extra), "")
+	se, err := s.open(ctx, req.Session, clientOf(req.Extra), "", false)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -335,9 +336,15 @@ func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session,
 		batch[i].Secret = false // the executor decides
 	}
 	id := s.callID()
+	s.mu.Lock()
+	var notes []string
+	if se.note != "" {
+		notes, se.note = []string{se.note}, ""
+	}
+	s.mu.Unlock()
 	return s.park(ctx, id, se.id, conn, func(ctx context.Context) *sdk.CallToolResult {
 		r := se.exec.Do(ctx, harness.Call{ID: id, Name: tool, Actions: batch, Space: screen.Image, FrameID: frameID,
-			Raw: raw}, harness.Options{Actor: harness.ActorClient})
+			Raw: raw}, harness.Options{Actor: harness.ActorClient, Notes: notes})
 		if r.Err != nil {
 			s.log.InfoContext(ctx, "call failed", "session", se.id, "call", id, "err", r.Err)
 		}
@@ -345,12 +352,10 @@ func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session,
 	})
 }
 
-// callID names a new call of this server.
+// callID names a new call: uniquely among every server's, since a
+// session resumed elsewhere keeps the calls it had (its record's).
 func (s *Server) callID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	return fmt.Sprintf("mcp-%d", s.seq)
+	return "mcp-" + strings.ToLower(rand.Text()[:12])
 }
 
 // note is the text part of a result.

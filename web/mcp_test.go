@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -329,5 +330,93 @@ func TestMCPClientTokensConfine(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != http.StatusForbidden {
 		t.Errorf("GET /sessions with an MCP client token = %d, want 403", r.StatusCode)
+	}
+}
+
+// An MCP session outlives a restart of spotter serve: its client, which
+// keeps its Mcp-Session-Id, finds the session (the same id and record)
+// in the new process, reopened at its last page, and its next call
+// answers there, telling the client the browser was started anew; a
+// session the client closed stays closed.
+func TestMCPSessionSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true})
+	e.stop()
+	e.cfg.MCP.StartURL = "https://shop.test/start"
+	e.start()
+	var mu sync.Mutex
+	base := func() string { mu.Lock(); defer mu.Unlock(); return e.base }
+	// The client's requests go wherever the server listens now.
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		u, _ := url.Parse(base())
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, u.Host
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: "http://mcp.invalid/mcp", HTTPClient: &http.Client{Transport: rt}}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer cs.Close()
+	first := callMCP(t, cs, map[string]any{"kind": "screenshot"})
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "navigate", Arguments: map[string]any{"url": "https://shop.test/basket"}})
+	if err != nil || res.IsError {
+		t.Fatalf("navigate = %v %+v", err, res)
+	}
+	other, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "open_session", Arguments: map[string]any{}})
+	if err != nil || other.IsError {
+		t.Fatalf("open_session = %v %+v", err, other)
+	}
+	var opened struct{ Session string }
+	json.Unmarshal([]byte(other.Content[len(other.Content)-1].(*sdk.TextContent).Text), &opened)
+	if res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "close_session", Arguments: map[string]any{"session": opened.Session}}); err != nil || res.IsError {
+		t.Fatalf("close_session %s = %v %+v", opened.Session, err, res)
+	}
+
+	mu.Lock()
+	e.restart()
+	mu.Unlock()
+
+	// The first call after the restart is told why, once; both answer on
+	// the session's last page.
+	type answer struct {
+		Session string   `json:"session"`
+		URL     string   `json:"url"`
+		Notes   []string `json:"notes"`
+	}
+	shot := func() answer {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "screenshot"}})
+		if err != nil || res.IsError {
+			t.Fatalf("screenshot after the restart = %v %+v", err, res)
+		}
+		var a answer
+		if err := json.Unmarshal([]byte(res.Content[len(res.Content)-1].(*sdk.TextContent).Text), &a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	for i, a := range []answer{shot(), shot()} {
+		told := strings.Contains(strings.Join(a.Notes, " "), "its browser was started anew at https://shop.test/basket")
+		if a.Session != first.note.Session || a.URL != "https://shop.test/basket" || told != (i == 0) {
+			t.Errorf("screenshot %d after the restart = %+v, want session %s on https://shop.test/basket, told of the restart the first time only",
+				i, a, first.note.Session)
+		}
+	}
+	var hist struct {
+		Session   struct{ Status string }
+		ToolCalls []store.ToolCall
+	}
+	e.getJSON("/session/"+first.note.Session, &hist)
+	if hist.Session.Status != store.StatusRunning || len(hist.ToolCalls) != 4 {
+		t.Errorf("the session's record after the restart: %s with %d calls, want running with 4 (2 before, 2 after)",
+			hist.Session.Status, len(hist.ToolCalls))
+	}
+	var closed struct{ Session struct{ Status string } }
+	e.getJSON("/session/"+opened.Session, &closed)
+	if closed.Session.Status != store.StatusStopped {
+		t.Errorf("the session the client closed is %s after the restart, want stopped", closed.Session.Status)
 	}
 }

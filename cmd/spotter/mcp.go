@@ -180,7 +180,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
 		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, IdleTimeout: idleTimeout, Version: versionString(), Logger: log}
 	var srv *mcp.Server
-	cfg.Attach = func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
+	cfg.Attach = func(ctx context.Context, id string, d mcp.Display, _ mcp.Conn) (mcp.Attached, error) {
 		var at mcp.Attached
 		if appr != nil {
 			var err error
