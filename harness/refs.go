@@ -26,8 +26,8 @@ type Referencer interface {
 
 // ErrNoDOM marks a snapshot or an element reference asked of a display
 // that cannot name a page's elements: a desktop or a VNC server, which
-// have no DOM, or a Playwright display, which does not take snapshots yet.
-var ErrNoDOM = errors.New("this display cannot name elements: a desktop or VNC server has no DOM (and a Playwright display takes no snapshot yet), so there is no snapshot or element reference here; act in pixels of the screenshot")
+// have no DOM.
+var ErrNoDOM = errors.New("this display cannot name elements: a desktop or VNC server has no DOM, so there is no snapshot or element reference here; act in pixels of the screenshot")
 
 // Snapshot returns the display's accessibility tree with element
 // references, with every secret the executor knows redacted, and records
