@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,22 +391,152 @@ func TestStdioDropEndsTheSession(t *testing.T) {
 		t.Fatal("spotter mcp still runs after its client's pipe closed")
 	}
 	// Chromium's last helpers exit once they see their browser gone.
+	if left := waitGone(browsers, 10*time.Second); len(left) > 0 {
+		t.Errorf("processes of the session's browser outlived spotter mcp by 10s: %q", left)
+	}
+	t.Logf("spotter mcp and its %d browser processes ended %v after the pipe closed", len(browsers), time.Since(start).Round(time.Millisecond))
+}
+
+// waitGone waits, for at most bound, until none of pids runs, and returns
+// those that still do (pid and command line).
+func waitGone(pids []int, bound time.Duration) []string {
 	alive := func() []string {
 		var left []string
-		for _, pid := range browsers {
+		for _, pid := range pids {
 			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
 				left = append(left, fmt.Sprintf("%d %.80s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
 			}
 		}
 		return left
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(alive()) > 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(bound); len(alive()) > 0 && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond) // polling the condition, bounded
 	}
-	if left := alive(); len(left) > 0 {
-		t.Errorf("processes of the session's browser outlived spotter mcp by 10s: %q", left)
+	return alive()
+}
+
+// A streamable HTTP client that goes away without a DELETE (three POSTs:
+// initialize, initialized, a screenshot; then nothing) has its session
+// closed by the idle timeout: the session's browser (one of its own,
+// --browsers 0) is gone and its record (--out) closed with its report.
+func TestIdleTimeoutReleasesTheBrowser(t *testing.T) {
+	integration(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("spotter mcp and its %d browser processes ended %v after the pipe closed", len(browsers), time.Since(start).Round(time.Millisecond))
+	const idle = 2 * time.Second
+	out := t.TempDir()
+	cmd := exec.CommandContext(ctx, self, "mcp", "--http", "127.0.0.1:0", "--browsers", "0", "--isolate", "none",
+		"--idle-timeout", idle.String(), "--out", out)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	endpoint := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "spotter mcp: streamable HTTP on "); ok {
+				endpoint <- u
+			}
+		}
+		close(endpoint)
+	}()
+	var endpointURL string
+	select {
+	case u, ok := <-endpoint:
+		if !ok {
+			t.Fatal("spotter mcp exited before it listened")
+		}
+		endpointURL = u
+	case <-ctx.Done():
+		t.Fatal("spotter mcp did not listen")
+	}
+
+	conn := ""
+	post := func(body string) string {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpointURL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if conn != "" {
+			req.Header.Set("Mcp-Session-Id", conn)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("POST %s = %d %s", body, resp.StatusCode, b)
+		}
+		if conn == "" {
+			conn = resp.Header.Get("Mcp-Session-Id")
+		}
+		return string(b)
+	}
+	post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"vanishing","version":"1"}}}`)
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if res := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"computer","arguments":{"kind":"screenshot"}}}`); !strings.Contains(res, `"image/png"`) || strings.Contains(res, `"isError":true`) {
+		t.Fatalf("screenshot = %.300s", res)
+	}
+	last := time.Now()
+	browsers := descendants(cmd.Process.Pid)
+	if len(browsers) == 0 {
+		t.Fatal("spotter mcp has no child process while its session is open: no browser to watch")
+	}
+	reports := func() []string {
+		m, _ := filepath.Glob(filepath.Join(out, "*", "report.html"))
+		return m
+	}
+	if r := reports(); len(r) != 0 {
+		t.Fatalf("the session's record is closed (%v) while it is open", r)
+	}
+	// The client says nothing more: no DELETE, no other request.
+	if left := waitGone(browsers, idle+30*time.Second); len(left) > 0 {
+		t.Fatalf("the session's browser runs %v after its client's last call (idle timeout %v): %q", time.Since(last).Round(time.Millisecond), idle, left)
+	}
+	gone := time.Since(last)
+	for len(reports()) == 0 && time.Since(last) < idle+30*time.Second {
+		time.Sleep(50 * time.Millisecond) // polling the condition, bounded
+	}
+	closed := time.Since(last)
+	if len(reports()) != 1 {
+		t.Fatalf("no report of the session in %s %v after its last call: its record was not closed", out, closed.Round(time.Millisecond))
+	}
+	if gone < idle {
+		t.Errorf("the browser was gone %v after the last call, before the idle timeout %v", gone, idle)
+	}
+	t.Logf("idle timeout %v: the session's %d browser processes gone %v after its last call, its record closed at %v",
+		idle, len(browsers), gone.Round(time.Millisecond), closed.Round(time.Millisecond))
+	// The connection is gone too: its id is unknown (404, which tells a
+	// client to start anew).
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpointURL, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", conn)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request of the idle connection after the timeout = %d, want 404", resp.StatusCode)
+	}
 }
 
 // descendants returns the pids of pid's children and theirs.
