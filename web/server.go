@@ -698,6 +698,9 @@ func (s *Server) handOverMCP(ctx context.Context) error {
 // finds again with the same Mcp-Session-Id.
 func (s *Server) resumeMCP(ctx context.Context, r session.RemoteResume) error {
 	var c mcp.Conn
+	if len(r.State) == 0 {
+		return errors.New("its record names no connection (it was made by an earlier version); the client starts a new one")
+	}
 	if err := json.Unmarshal(r.State, &c); err != nil {
 		return fmt.Errorf("its connection: %w", err)
 	}
