@@ -17,6 +17,7 @@ import (
 	"github.com/spotter-harness/spotter/internal/demo"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
+	"github.com/spotter-harness/spotter/screen/screentest"
 )
 
 // TestChromiumOverBothTransports drives the demo app in a real Chromium
@@ -91,18 +92,6 @@ func TestChromiumOverBothTransports(t *testing.T) {
 	}
 }
 
-// refsPage is a form taller than the viewport: a name field, a password
-// field, and a button below the fold that counts its clicks, plus a
-// button that removes itself.
-const refsPage = `<!doctype html><html><head><title>Refs</title></head><body style="margin:0;font:16px sans-serif">
-<h1>Sign up</h1>
-<label>Full name <input id="name" required></label>
-<input id="pin" type="password" aria-label="PIN">
-<button id="gone" onclick="this.remove()">Vanish</button>
-<div style="height:2000px"></div>
-<button id="send" onclick="document.title='sent '+document.getElementById('name').value">Send</button>
-</body></html>`
-
 // TestRefsOnChromium: a snapshot names the page's elements with refs
 // (never the password's value); a click and typing through refs reach
 // them, the button below the fold scrolled into view first; each
@@ -121,7 +110,7 @@ func TestRefsOnChromium(t *testing.T) {
 	t.Cleanup(func() { b.Close(context.Background()) })
 	srv, err := New(Config{
 		NewDisplay: func(ctx context.Context) (Display, error) { return b.NewDisplay(ctx, cdp.DisplayConfig{}) },
-		StartURL:   "data:text/html," + url.PathEscape(refsPage),
+		StartURL:   "data:text/html," + url.PathEscape(screentest.RefsPage),
 		Policy:     actions.Standard(),
 		Capture:    screen.CaptureOptions{Size: screen.Size{W: 640, H: 480}},
 		Logger:     slog.New(slog.DiscardHandler),

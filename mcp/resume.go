@@ -128,15 +128,7 @@ func (s *Server) Holds(id string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.adopted[id] != nil {
-		return true
-	}
-	for _, se := range s.sessions {
-		if se != nil && se.conn == id {
-			return true
-		}
-	}
-	return false
+	return s.adopted[id] != nil || len(s.idsOf(func(se *session) bool { return se.conn == id })) > 0
 }
 
 // forgetAdopted forgets connection id if it was resumed here, its client
@@ -149,15 +141,9 @@ func (s *Server) forgetAdopted(id string) {
 	a.mu.Lock()
 	waiting := a.ss == nil
 	a.mu.Unlock()
-	if !waiting {
-		return
+	if waiting && len(s.idsOf(func(se *session) bool { return se.conn == id })) == 0 {
+		delete(s.adopted, id)
 	}
-	for _, se := range s.sessions {
-		if se != nil && se.conn == id {
-			return
-		}
-	}
-	delete(s.adopted, id)
 }
 
 // Handler serves MCP's streamable HTTP transport: the SDK's handler, but
@@ -283,12 +269,7 @@ func (s *Server) reconnect(ctx context.Context, a *adoptedConn) (*sdk.Streamable
 // closeConn closes the sessions of connection id.
 func (s *Server) closeConn(id string) {
 	s.mu.Lock()
-	var ids []string
-	for sid, se := range s.sessions {
-		if se != nil && se.conn == id {
-			ids = append(ids, sid)
-		}
-	}
+	ids := s.idsOf(func(se *session) bool { return se.conn == id })
 	s.mu.Unlock()
 	for _, sid := range ids {
 		s.closeSession(context.Background(), sid)

@@ -279,17 +279,23 @@ func (s *Server) watch(conn *sdk.ServerSession) {
 			}
 			a.mu.Unlock()
 		}
-		var ids []string
-		for id, se := range s.sessions {
-			if se != nil && se.owner == conn {
-				ids = append(ids, id)
-			}
-		}
+		ids := s.idsOf(func(se *session) bool { return se.owner == conn })
 		s.mu.Unlock()
 		for _, id := range ids {
 			s.closeSession(context.Background(), id)
 		}
 	})
+}
+
+// idsOf lists the open sessions for which match holds. It runs under mu.
+func (s *Server) idsOf(match func(*session) bool) []string {
+	var ids []string
+	for id, se := range s.sessions {
+		if se != nil && match(se) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Close closes every session's display and waits for the server's

@@ -783,10 +783,17 @@ func startMCPServer(ctx context.Context, t *testing.T, args ...string) string {
 			t.Errorf("spotter mcp: %v", err)
 		}
 	})
+	return mcpEndpoint(ctx, t, pr)
+}
+
+// mcpEndpoint reads `spotter mcp --http`'s stderr for the endpoint it
+// serves, and the rest of it to the end.
+func mcpEndpoint(ctx context.Context, t *testing.T, stderr io.Reader) string {
+	t.Helper()
 	addr := make(chan string, 1)
 	go func() {
 		defer close(addr)
-		sc := bufio.NewScanner(pr)
+		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if u, ok := strings.CutPrefix(sc.Text(), "spotter mcp: streamable HTTP on "); ok {
 				addr <- u

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -368,11 +367,7 @@ func TestStdioDropEndsTheSession(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(self, "mcp", "--browsers", "0", "--isolate", "none")
+	cmd := selfMCP(t, "--browsers", "0", "--isolate", "none")
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -395,6 +390,17 @@ func TestStdioDropEndsTheSession(t *testing.T) {
 		t.Errorf("processes of the session's browser outlived spotter mcp by 10s: %q", left)
 	}
 	t.Logf("spotter mcp and its %d browser processes ended %v after the pipe closed", len(browsers), time.Since(start).Round(time.Millisecond))
+}
+
+// selfMCP is a command that runs this test binary as `spotter mcp` with
+// args (TestMain).
+func selfMCP(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec.Command(self, append([]string{"mcp"}, args...)...)
 }
 
 // waitGone waits, for at most bound, until none of pids runs, and returns
@@ -424,14 +430,9 @@ func TestIdleTimeoutReleasesTheBrowser(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const idle = 2 * time.Second
 	out := t.TempDir()
-	cmd := exec.CommandContext(ctx, self, "mcp", "--http", "127.0.0.1:0", "--browsers", "0", "--isolate", "none",
-		"--idle-timeout", idle.String(), "--out", out)
+	cmd := selfMCP(t, "--http", "127.0.0.1:0", "--browsers", "0", "--isolate", "none", "--idle-timeout", idle.String(), "--out", out)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -443,26 +444,7 @@ func TestIdleTimeoutReleasesTheBrowser(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	endpoint := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "spotter mcp: streamable HTTP on "); ok {
-				endpoint <- u
-			}
-		}
-		close(endpoint)
-	}()
-	var endpointURL string
-	select {
-	case u, ok := <-endpoint:
-		if !ok {
-			t.Fatal("spotter mcp exited before it listened")
-		}
-		endpointURL = u
-	case <-ctx.Done():
-		t.Fatal("spotter mcp did not listen")
-	}
+	endpointURL := mcpEndpoint(ctx, t, stderr)
 
 	conn := ""
 	post := func(body string) string {

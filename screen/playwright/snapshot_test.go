@@ -12,21 +12,10 @@ import (
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/screentest"
 )
 
 var _ harness.Referencer = (*Display)(nil)
-
-// refsPage is a form taller than the viewport: a name field, a password
-// field, a button that removes itself, and one below the fold that puts
-// the name in the title.
-const refsPage = `<!doctype html><html><head><title>Refs</title></head><body style="margin:0;font:16px sans-serif">
-<h1>Sign up</h1>
-<label>Full name <input id="name" required></label>
-<input id="pin" type="password" aria-label="PIN">
-<button id="gone" onclick="this.remove()">Vanish</button>
-<div style="height:2000px"></div>
-<button id="send" onclick="document.title='sent '+document.getElementById('name').value">Send</button>
-</body></html>`
 
 // TestSnapshotRefs: a Playwright display's snapshot names the page's
 // elements with refs (never a password's value), as screen/cdp's does;
@@ -36,17 +25,12 @@ const refsPage = `<!doctype html><html><head><title>Refs</title></head><body sty
 // connected.
 func TestSnapshotRefs(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, refsPage)
+		fmt.Fprint(w, screentest.RefsPage)
 	}))
 	t.Cleanup(srv.Close)
 	for _, mode := range []string{"launched", "connected"} {
 		t.Run(mode, func(t *testing.T) {
-			var d *Display
-			if mode == "connected" {
-				d = open(t, Config{WSEndpoint: startServer(t).endpoint})
-			} else {
-				d = newDisplay(t, DisplayConfig{})
-			}
+			d := displayIn(t, mode)
 			load(t, d, srv.URL+"/")
 			snapshot := func() screen.Snapshot {
 				t.Helper()
@@ -119,4 +103,14 @@ func TestSnapshotRefs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// displayIn opens a display of a launched browser, or one connected to a
+// Playwright server, by mode ("launched", "connected").
+func displayIn(t *testing.T, mode string) *Display {
+	t.Helper()
+	if mode == "connected" {
+		return open(t, Config{WSEndpoint: startServer(t).endpoint})
+	}
+	return newDisplay(t, DisplayConfig{})
 }
