@@ -19,6 +19,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/internal/axtext"
 )
 
 // Display is one tab of a Browser, in a browser context of its own. Capture
@@ -60,6 +61,8 @@ type Display struct {
 	// next capture (pagelog.go); live is the live view (live.go).
 	plog pageLog
 	live live
+
+	refs axtext.Refs // the element references of Snapshot, for Locate
 
 	// dialogs follows the JavaScript dialogs of every tab (dialogs.go).
 	dialogs *dialogWatch

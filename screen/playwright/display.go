@@ -22,6 +22,7 @@ import (
 
 	"github.com/spotter-harness/spotter/internal/chromeflags"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/internal/axtext"
 )
 
 // DriverVersion is the version of playwright-core that the playwright-go
@@ -468,6 +469,7 @@ type Display struct {
 	opening atomic.Int64  // windows the pages said they open, less the pages added since
 	notes   notes         // display-level notes for the model
 	plog    pageLog       // every tab's console messages and requests, for the next capture (pagelog.go)
+	refs    axtext.Refs   // the element references of Snapshot, for Locate
 
 	// busy holds a token while a goroutine runs Playwright calls, so that
 	// a call left behind by a canceled context ends before the next starts.
