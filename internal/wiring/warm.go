@@ -10,6 +10,7 @@ import (
 
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
+	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 )
 
@@ -108,6 +109,10 @@ func (p *warmPool) start(ctx context.Context) (spare, error) {
 	d, err := isolate.Open(ctx, sb, p.view)
 	if err != nil {
 		return spare{}, errors.Join(err, sb.Close(context.WithoutCancel(ctx)))
+	}
+	// The first frame a browser draws costs it most: draw it now.
+	if _, err := d.Capture(ctx, screen.CaptureOptions{Size: p.view.Viewport, Format: screen.PNG}); err != nil {
+		return spare{}, errors.Join(err, d.Close(ctx), sb.Close(context.WithoutCancel(ctx)))
 	}
 	return spare{sb: sb, d: d}, nil
 }

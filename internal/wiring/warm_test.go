@@ -16,7 +16,9 @@ import (
 )
 
 // egressOf allows page only.
-func egressOf(page *isolatetest.Page) egress.Policy { return egress.Policy{Allow: []string{page.HostPort()}} }
+func egressOf(page *isolatetest.Page) egress.Policy {
+	return egress.Policy{Allow: []string{page.HostPort()}}
+}
 
 // A warm pool of containerd sandboxes: each session takes its own sandbox,
 // started before it asked, whose egress proxy enforces that session's
