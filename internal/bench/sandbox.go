@@ -26,9 +26,10 @@ type sandboxes struct {
 	dir string
 }
 
-// benchStateDir holds the state directories of this process's sandboxes.
-func benchStateDir() string {
-	return filepath.Join(filepath.Dir(containerd.DefaultStateDir), "bench", strconv.Itoa(os.Getpid()))
+// benchStateDir holds the state directories of this process's sandboxes
+// of one kind (cold, warm).
+func benchStateDir(kind string) string {
+	return filepath.Join(filepath.Dir(containerd.DefaultStateDir), "bench", strconv.Itoa(os.Getpid()), kind)
 }
 
 // sandboxes connects to containerd, with a warm pool of warm sandboxes.
@@ -39,7 +40,10 @@ func (r *runner) sandboxes(ctx context.Context, warm int) (*sandboxes, error) {
 	if _, err := os.Stat(r.o.Containerd); err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)
 	}
-	dir := benchStateDir()
+	dir := benchStateDir("cold")
+	if warm > 0 {
+		dir = benchStateDir("warm")
+	}
 	sbx, err := wiring.NewSandboxes(ctx, wiring.SandboxConfig{Backend: isolate.Containerd, Warm: warm, Logger: r.o.Logger,
 		Containerd: containerd.Config{Socket: r.o.Containerd, Agent: r.o.Agent, StateDir: dir}})
 	if err != nil {
@@ -104,6 +108,7 @@ func cgroupValue(id, v2, v1 string) (int64, error) {
 func (s *sandboxes) Close() {
 	s.sbx.Close(context.Background())
 	os.Remove(s.dir)
+	os.Remove(filepath.Dir(s.dir)) // once the other kind's is gone too
 }
 
 // sandbox measures sandbox create to first screenshot, against launching a
