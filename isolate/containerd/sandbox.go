@@ -97,8 +97,8 @@ func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, erro
 }
 
 // StartSpare makes and starts a sandbox for no session yet, with cfg's
-// limits and flags (its Name, Egress, OnDecision and Logger are not used):
-// a warm pool's sandbox. It has no egress proxy, so nothing in it reaches
+// limits, flags and name (its label; empty: its id), but not its Egress
+// and OnDecision: a warm pool's sandbox. It has no egress proxy, so nothing in it reaches
 // any host, until Claim gives it a session. ctx bounds the start only; the
 // caller must call Close.
 func (r *Runtime) StartSpare(ctx context.Context, cfg isolate.Config) (*Sandbox, error) {
@@ -113,9 +113,11 @@ func (r *Runtime) StartSpare(ctx context.Context, cfg isolate.Config) (*Sandbox,
 	rnd := make([]byte, 8)
 	rand.Read(rnd)
 	id := idPrefix + hex.EncodeToString(rnd)
-	// containerd drops a label with an empty value: a sandbox without a
-	// session yet is named by its id.
-	cfg.Name = id
+	if cfg.Name == "" {
+		// containerd drops a label with an empty value: an unnamed
+		// sandbox, a warm one among them, is named by its id.
+		cfg.Name = id
+	}
 	s := &Sandbox{
 		r:    r,
 		id:   id,
@@ -165,7 +167,7 @@ func Fits(spare, cfg isolate.Config) bool {
 
 // Claim gives a sandbox of StartSpare its one session: it starts the egress
 // proxy with cfg's Egress, OnDecision and Logger, and names the sandbox
-// after cfg.Name in its logs and container label. cfg's limits and flags
+// after cfg.Name in its logs. cfg's limits and flags
 // must be the sandbox's (Fits). A sandbox is claimed once: a second Claim
 // is an error, so no sandbox serves two sessions.
 func (s *Sandbox) Claim(ctx context.Context, cfg isolate.Config) error {
@@ -193,11 +195,10 @@ func (s *Sandbox) Claim(ctx context.Context, cfg isolate.Config) error {
 	if cfg.Name != "" {
 		s.cfg.Name = cfg.Name
 		s.log = cfg.Logger.With(logKeyComponent, "sandbox", logKeySandbox, s.id, "session", cfg.Name)
-		// The label says whose sandbox it is; a failure to say so costs
-		// nothing but a log line's worth of clarity in ctr.
-		if _, err := s.container.SetLabels(namespaces.WithNamespace(ctx, s.r.cfg.Namespace), map[string]string{labelSandbox: cfg.Name}); err != nil {
-			s.log.Debug("label the sandbox", logKeyErr, err)
-		}
+		// The container's label keeps the id it started with: a round
+		// trip to the daemon on every warm start would buy only a name in
+		// ctr's listing, which this log line gives.
+		s.log.Info("sandbox claimed")
 	}
 	s.cfg.Egress, s.cfg.OnDecision, s.cfg.Logger = cfg.Egress, cfg.OnDecision, cfg.Logger
 	// The egress proxy, outside the sandbox, on a socket inside it: the
