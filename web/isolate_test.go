@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
@@ -76,15 +72,4 @@ func decodeJSON(t *testing.T, r *http.Response, v any) {
 	if err := json.Unmarshal(b.Bytes(), v); err != nil {
 		t.Fatalf("%s %s: %v", r.Request.Method, r.Request.URL.Path, err)
 	}
-}
-
-// agentMain runs the test binary as a sandbox's agent.
-func agentMain() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := agent.Main(ctx, os.Args[2:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		return 1
-	}
-	return 0
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/docs"
 	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/store"
 )
@@ -75,6 +76,7 @@ func (s *Server) routes() *gin.Engine {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/openapi.yaml", s.openapi)
 	e.GET("/login", s.static)
 	e.POST("/login", s.login)
 
@@ -134,6 +136,14 @@ func (s *Server) static(c *gin.Context) {
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Cache-Control", "no-cache")
 	c.Data(http.StatusOK, ct, b)
+}
+
+// openapi serves docs/openapi.yaml, the contract of these routes; like the
+// panel's assets it holds no data.
+func (s *Server) openapi(c *gin.Context) {
+	c.Header("Cache-Control", "no-cache")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Data(http.StatusOK, "application/yaml", docs.OpenAPI)
 }
 
 // fail answers err: only the packages' sentinels reach the client as text;

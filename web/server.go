@@ -214,9 +214,12 @@ type Server struct {
 	mgr    *session.Manager
 	token  string
 	engine *gin.Engine
-	assets fs.FS
-	cop    *http.CrossOriginProtection
-	limits limiter // rate limits (ratelimit.go)
+	// handler is what Handler and Serve serve: engine, wrapped by
+	// testHandler when the package's tests set it.
+	handler http.Handler
+	assets  fs.FS
+	cop     *http.CrossOriginProtection
+	limits  limiter // rate limits (ratelimit.go)
 
 	mcp  *mcp.Server
 	mcpH http.Handler // mcp's streamable HTTP handler, which holds the MCP sessions
@@ -325,6 +328,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.mcpH = s.mcp.Handler()
 	s.assets = panel.FS
 	s.engine = s.routes()
+	s.handler = s.engine
+	if testHandler != nil {
+		s.handler = testHandler(s, s.engine)
+	}
 	return s, nil
 }
 
@@ -368,7 +375,12 @@ func (s *Server) Replica() string {
 func (s *Server) Token() string { return s.token }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// testHandler, when the package's tests set it (openapi_test.go), wraps
+// the handler of every Server they make: it checks each request and
+// answer against docs/openapi.yaml.
+var testHandler func(*Server, http.Handler) http.Handler
 
 // ListenAndServe listens on Config.Addr and serves until ctx is done; see
 // Serve.
@@ -394,7 +406,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.listening(ln.Addr())
 	h := s.cfg.HTTP
-	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
 		IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return ctx }} // streams end with ctx
 	errc := make(chan error, 1)
