@@ -89,7 +89,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if *warm < 0 {
+	if *warm == -1 {
 		*warm = *parallel
 	}
 	iso, sbx, err := openSandboxes(ctx, *isolation, *memory, *warm, log)
@@ -164,6 +164,9 @@ const isolateHelp = "where browsers run: containerd (a sandbox per task), local 
 // socket exists) and prepares its sandboxes: nil for none. For containerd
 // that removes what crashed runs left behind. The caller must close them.
 func openSandboxes(ctx context.Context, name string, memoryMiB uint64, warm int, log *slog.Logger) (string, *wiring.Sandboxes, error) {
+	if warm < 0 {
+		return "", nil, fmt.Errorf("--warm %d: want 0 or more warm sandboxes", warm)
+	}
 	if name == "none" {
 		return name, nil, nil
 	}
