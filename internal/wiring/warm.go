@@ -121,7 +121,9 @@ func (p *warmPool) start(ctx context.Context) (spare, error) {
 // display, when one is ready and fits sc and view; ok is false otherwise
 // (the caller starts one). It never waits for a start.
 func (p *warmPool) take(ctx context.Context, sc isolate.Config, view cdp.Config) (d *isolate.Display, sb isolate.Sandbox, ok bool) {
-	if !containerd.Fits(p.limit, sc) || view.Viewport != p.view.Viewport || max(view.DPR, 1) != max(p.view.DPR, 1) ||
+	// A session whose config is bad (its allowlist) gets its error from a
+	// cold start, instead of failing every warm sandbox's claim in turn.
+	if sc.Validate() != nil || !containerd.Fits(p.limit, sc) || view.Viewport != p.view.Viewport || max(view.DPR, 1) != max(p.view.DPR, 1) ||
 		view.Mode != p.view.Mode {
 		metricWarmMissed.Add(1)
 		return nil, nil, false

@@ -86,6 +86,10 @@ func (e *deathError) Unwrap() []error { return e.errs }
 // which the caller must call. A sandbox runs one goroutine for its egress
 // proxy and one that waits for its container to exit.
 func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, error) {
+	// A bad policy is refused before a container is made for it.
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
+	}
 	s, err := r.StartSpare(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -98,9 +102,9 @@ func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, erro
 
 // StartSpare makes and starts a sandbox for no session yet, with cfg's
 // limits, flags and name (its label; empty: its id), but not its Egress
-// and OnDecision: a warm pool's sandbox. It has no egress proxy, so nothing in it reaches
-// any host, until Claim gives it a session. ctx bounds the start only; the
-// caller must call Close.
+// and OnDecision: a warm pool's sandbox. It has no egress proxy, so
+// nothing in it reaches any host until Claim gives it a session. ctx
+// bounds the start only; the caller must call Close.
 func (r *Runtime) StartSpare(ctx context.Context, cfg isolate.Config) (*Sandbox, error) {
 	cfg = r.limits(cfg)
 	cfg.Egress, cfg.OnDecision = egress.Policy{}, nil
@@ -167,9 +171,9 @@ func Fits(spare, cfg isolate.Config) bool {
 
 // Claim gives a sandbox of StartSpare its one session: it starts the egress
 // proxy with cfg's Egress, OnDecision and Logger, and names the sandbox
-// after cfg.Name in its logs. cfg's limits and flags
-// must be the sandbox's (Fits). A sandbox is claimed once: a second Claim
-// is an error, so no sandbox serves two sessions.
+// after cfg.Name in its logs. cfg's limits and flags must be the
+// sandbox's (Fits). A sandbox is claimed once: a second Claim is an error,
+// so no sandbox serves two sessions.
 func (s *Sandbox) Claim(ctx context.Context, cfg isolate.Config) error {
 	cfg = s.r.limits(cfg)
 	if err := cfg.Validate(); err != nil {
