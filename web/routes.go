@@ -53,6 +53,7 @@ var Routes = []Route{
 	{"GET", "/mcp"},
 	{"POST", "/mcp"},
 	{"DELETE", "/mcp"},
+	{"POST", "/mcp/tokens"},
 }
 
 // maxWait bounds the long-poll of executor calls.
@@ -103,6 +104,7 @@ func (s *Server) routes() *gin.Engine {
 		"GET /mcp":                                 s.serveMCP,
 		"POST /mcp":                                s.serveMCP,
 		"DELETE /mcp":                              s.serveMCP,
+		"POST /mcp/tokens":                         s.issueMCPToken,
 	}
 	auth := e.Group("/", s.authenticate, s.route)
 	for _, r := range Routes {
@@ -704,7 +706,13 @@ func (s *Server) execDelete(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "stopped"})
 }
 
-// serveMCP hands /mcp to the MCP server's streamable HTTP transport.
+// serveMCP hands /mcp to the MCP server's streamable HTTP transport:
+// through the bearer check that tells it which client the token is of,
+// when there is a bearer token.
 func (s *Server) serveMCP(c *gin.Context) {
+	if c.GetHeader("Authorization") != "" {
+		s.mcpAuthH.ServeHTTP(c.Writer, c.Request)
+		return
+	}
 	s.mcpH.ServeHTTP(c.Writer, c.Request)
 }

@@ -19,6 +19,8 @@
 //     page, goto and screenshot; and the memory of one session of each.
 //   - concurrency: sessions added until the p95 step doubles, on a shared
 //     browser (a context per session), a browser per session, and sandboxed.
+//   - mcp: the memory an MCP session costs, as a context of a shared
+//     browser (spotter mcp's default) against a browser each.
 //   - sandbox: containerd sandbox create to first screenshot.
 //   - server: the executor API's round trip minus the step, and SSE fan-out
 //     (supplied by the caller through Options.Server).
@@ -52,7 +54,7 @@ import (
 )
 
 // Sections lists the sections in the order they run.
-var Sections = []string{"tokens", "context", "capture", "step", "start", "concurrency", "sandbox", "server"}
+var Sections = []string{"tokens", "context", "capture", "step", "start", "concurrency", "mcp", "sandbox", "server"}
 
 // viewportPt is the viewport of every page, as a point for scaling.
 var viewportPt = actions.Pt(1280, 800)
@@ -183,6 +185,8 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 			err = r.start(ctx)
 		case "concurrency":
 			err = r.concurrency(ctx)
+		case "mcp":
+			err = r.mcpMemory(ctx)
 		case "sandbox":
 			err = r.sandbox(ctx)
 		case "server":

@@ -44,6 +44,7 @@ func Run(t *testing.T, newDSN func(t *testing.T) string) {
 		{"Replicas", testReplicas},
 		{"Ownership", testOwnership},
 		{"ClaimRace", testClaimRace},
+		{"ConnOwner", testConnOwner},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
