@@ -30,6 +30,7 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	verbose := fs.Bool("v", false, "log the loop's progress to stderr")
 	isolation := fs.String("isolate", "auto", isolateHelp)
 	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
+	warm := warmFlag(fs, 1, "")
 	approvalMode := fs.String("approvals", "", approvalsHelp)
 	rulesFile := fs.String("rules", "", rulesHelp)
 	fs.Usage = func() {
@@ -74,7 +75,7 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		level = slog.LevelInfo
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	_, sbx, err := openSandboxes(ctx, *isolation, *memory, log)
+	_, sbx, err := openSandboxes(ctx, *isolation, *memory, *warm, log)
 	if err != nil {
 		return exitError{2, err}
 	}
