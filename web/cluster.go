@@ -3,6 +3,8 @@ package web
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,14 +77,17 @@ const (
 // cluster is this replica's part in the cluster: its lease, the adoption
 // of orphaned sessions, and where requests go.
 type cluster struct {
-	s       *Server
-	st      store.Store
-	log     *slog.Logger
-	id      string
-	addr    string
-	ttl     time.Duration
-	cap     int
-	started time.Time
+	s    *Server
+	st   store.Store
+	log  *slog.Logger
+	id   string
+	addr string
+	ttl  time.Duration
+	// incarnation names this process among those that ever held id: a
+	// second process given the same id is refused (register).
+	incarnation string
+	cap         int
+	started     time.Time
 
 	transport *http.Transport
 	proxyMu   sync.Mutex
@@ -118,8 +123,13 @@ func newCluster(s *Server, cfg ClusterConfig) (*cluster, error) {
 	if ttl < 300*time.Millisecond {
 		return nil, fmt.Errorf("web: Cluster.LeaseTTL %v: want at least 300ms", ttl)
 	}
+	var inc [8]byte
+	if _, err := rand.Read(inc[:]); err != nil {
+		return nil, err
+	}
 	c := &cluster{s: s, st: s.st, log: s.log.With("replica", id), id: id, addr: u.String(), ttl: ttl, cap: cfg.Capacity,
-		started: time.Now(), proxies: map[string]*httputil.ReverseProxy{}, kick: make(chan struct{}, 1),
+		incarnation: hex.EncodeToString(inc[:]),
+		started:     time.Now(), proxies: map[string]*httputil.ReverseProxy{}, kick: make(chan struct{}, 1),
 		done: make(chan struct{}), lost: make(chan struct{}), adopting: map[string]bool{}}
 	c.transport = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -132,20 +142,19 @@ func newCluster(s *Server, cfg ClusterConfig) (*cluster, error) {
 	return c, nil
 }
 
-// start gives up whatever an earlier process of this replica's id owned
-// (it is gone: this is its replacement), registers the replica, and
-// starts the loop that renews the lease and adopts orphaned sessions.
+// start registers the replica (refusing an id another live process
+// holds), gives up whatever an earlier process of this replica's id owned
+// (it is gone: this is its replacement), and starts the loop that renews
+// the lease and adopts orphaned sessions.
 func (c *cluster) start(ctx context.Context) error {
+	if err := c.register(ctx); err != nil {
+		return err
+	}
 	if n, err := c.st.ReleaseSessions(ctx, c.id); err != nil {
 		return fmt.Errorf("web: %w", err)
 	} else if n > 0 {
 		c.log.Info("released the sessions of this replica's previous process", "sessions", n)
 	}
-	now := time.Now()
-	if _, err := c.st.Heartbeat(ctx, c.row(now)); err != nil {
-		return fmt.Errorf("web: register replica: %w", err)
-	}
-	c.renewed = now
 	lctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	go func() {
@@ -155,10 +164,62 @@ func (c *cluster) start(ctx context.Context) error {
 	return nil
 }
 
+// ErrReplicaIDHeld is what Start returns when another live process holds
+// this replica's id: two replicas were given one --replica-id.
+var ErrReplicaIDHeld = errors.New("replica id in use")
+
+// register makes this process the holder of its replica id. A row of the
+// id whose lease still runs belongs to another process: a live replica
+// started with the same id, or this replica's previous process, which
+// died without handing over. register tells them apart by watching the
+// lease: a live holder renews it (every third of its lease), and then
+// this process is refused with ErrReplicaIDHeld; a dead one lets it
+// lapse, and this process takes the id over.
+func (c *cluster) register(ctx context.Context) error {
+	var watched store.Replica
+	for {
+		now := time.Now()
+		_, err := c.st.Heartbeat(ctx, c.row(now))
+		if err == nil {
+			c.renewed = now
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("web: register replica: %w", err)
+		}
+		rs, lerr := c.st.Replicas(ctx)
+		if lerr != nil {
+			return fmt.Errorf("web: register replica: %w", lerr)
+		}
+		i := slices.IndexFunc(rs, func(r store.Replica) bool { return r.ID == c.id })
+		if i < 0 {
+			continue // gone meanwhile: try again
+		}
+		held := rs[i]
+		switch {
+		case watched.ID == "":
+			c.log.Warn("another process holds this replica id; waiting for its lease to lapse, watching for a renewal",
+				"holder_addr", held.Addr, "lease_until", held.Expires)
+		case held.Incarnation == watched.Incarnation && !held.Renewed.Equal(watched.Renewed):
+			return fmt.Errorf("web: replica id %q is held by a live replica at %s (it renewed its lease at %s): two "+
+				"processes were started with the same --replica-id; give each its own (the default is the host name and "+
+				"process id; on Kubernetes, the pod's name) (%w)", c.id, held.Addr, held.Renewed.Format(time.RFC3339Nano), ErrReplicaIDHeld)
+		}
+		watched = held
+		wait := min(max(time.Until(held.Expires), 0)+10*time.Millisecond, c.ttl/6)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("web: register replica %q: another process held the id until the start's time ran out (%w): %w",
+				c.id, ErrReplicaIDHeld, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+	}
+}
+
 // row is this replica's row in the store, renewed at now.
 func (c *cluster) row(now time.Time) store.Replica {
 	return store.Replica{ID: c.id, Addr: c.addr, Sessions: c.s.mgr.Load(), Capacity: c.cap, Draining: c.s.draining.Load(),
-		Started: c.started, Renewed: now, Expires: now.Add(c.ttl)}
+		Started: c.started, Renewed: now, Expires: now.Add(c.ttl), Incarnation: c.incarnation}
 }
 
 // wake runs a round of the loop now.
@@ -209,6 +270,9 @@ func (c *cluster) round(ctx context.Context) {
 		return
 	case err == nil && lapsed:
 		c.fence(fmt.Sprintf("the lease had lapsed when it was renewed (%v after the last renewal)", since.Round(time.Millisecond)))
+		return
+	case errors.Is(err, store.ErrConflict):
+		c.fence(fmt.Sprintf("another process took this replica id over: %v", err))
 		return
 	case err != nil && since >= c.ttl*2/3:
 		c.fence(fmt.Sprintf("no renewal for %v: %v", since.Round(time.Millisecond), err))

@@ -135,6 +135,10 @@ type Config struct {
 	// Cluster, with Cluster.Advertise set, makes this server one replica
 	// of several that share its store (PostgreSQL): see ClusterConfig.
 	Cluster ClusterConfig
+	// Retention deletes finished sessions, whole, past an age or a total
+	// size of their files (spotter serve --retain); the zero Retention
+	// deletes nothing.
+	Retention Retention
 	// BrowserCheck is how often /readyz's check starts a browser (opened
 	// like a session's, on about:blank) when no session has started one
 	// since; default DefaultBrowserCheck, negative: never (the check then
@@ -230,6 +234,7 @@ type Server struct {
 	draining atomic.Bool   // Drain was called: no new sessions
 	closing  atomic.Bool   // Close was called: sessions are being handed over
 	cluster  *cluster      // nil for a server on its own (cluster.go)
+	retainer *retainer     // nil without Config.Retention (retention.go)
 	started  atomic.Bool   // Start was called
 	bgMu     sync.Mutex    // guards bgStop
 	bgStop   context.CancelFunc
@@ -323,6 +328,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcpH = s.mcp.Handler()
+	if cfg.Retention.Enabled() {
+		s.retainer = newRetainer(s, cfg.Retention)
+	}
 	s.assets = panel.FS
 	s.engine = s.routes()
 	return s, nil
@@ -352,6 +360,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.bg.Go(func() {
 		s.browser.run(bctx, func(msg string, args ...any) { s.log.Warn(msg, args...) })
 	})
+	if s.retainer != nil {
+		s.bg.Go(func() { s.retainer.run(bctx) })
+	}
 	return nil
 }
 

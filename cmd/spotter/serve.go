@@ -64,6 +64,14 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	replicaID := fs.String("replica-id", "", "with --advertise: this replica's name, unique among them (default: host name and process id)")
 	lease := fs.Duration("lease", web.DefaultLeaseTTL, "with --advertise: how long this replica's hold on its sessions lasts "+
 		"unrenewed (renewed every third of it); the others adopt its sessions once it lapses")
+	var retain web.Retention
+	fs.Func("retain", "delete finished sessions (stopped, failed or idle) whole, records and files, once unchanged for an "+
+		"age (30d, 12h), or oldest first while the sessions' files hold more than a size (50GB, 500MiB), or both "+
+		"(30d,50GB); a deleted session answers 410. One replica at a time applies it. Default: keep everything", func(v string) error {
+		r, err := web.ParseRetention(v)
+		retain = r
+		return err
+	})
 	var allowBase []string
 	fs.Func("allow-base-url", "a model base URL (http(s)://host[:port][/path]) the server may send its own provider keys to, "+
 		"besides each provider's official endpoint and the *_BASE_URL variables; repeatable. A session naming any other "+
@@ -155,7 +163,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		Version: versionString(),
 		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules, Display: session.DisplayOf(mcpDisp)},
-		Cluster: cluster, MaxSessions: *maxSessions, Displays: splitList(*displays)})
+		Cluster: cluster, MaxSessions: *maxSessions, Displays: splitList(*displays), Retention: retain})
 	if err != nil {
 		cancel()
 		ln.Close()

@@ -222,8 +222,45 @@ func (m *Manager) Get(id string) (*Session, error) {
 		m.log.Error("read a stopped session", "session", id, "err", err)
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		m.log.Error("read a session", "session", id, "err", err)
+	case err != nil:
+		if when, derr := m.st.Deleted(ctx, id); derr == nil {
+			return nil, fmt.Errorf("session %q was deleted by the server's retention at %s: %w", clip(id, 64),
+				when.Format(time.RFC3339), ErrGone)
+		}
 	}
 	return nil, fmt.Errorf("session %q: %w", clip(id, 64), ErrNotFound)
+}
+
+// errDeleted is the cause that ends the run of a session deleted from
+// the store (Forget): nothing is recorded of it, as at a shutdown.
+var errDeleted = fmt.Errorf("%w: the session was deleted", errShutdown)
+
+// Forget drops a session that was deleted from the store (the server's
+// retention, on this replica or another) from memory: a run it still has
+// ends without a record, its display is closed, and Get answers ErrGone
+// from then on. An id not held here is ignored.
+func (m *Manager) Forget(ctx context.Context, id string) error {
+	m.mu.Lock()
+	s := m.sessions[id]
+	m.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	running, cancel, done := s.running, s.cancel, s.runDone
+	s.mu.Unlock()
+	if running {
+		cancel(errDeleted)
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	err := s.closeDisplay(ctx)
+	s.mu.Lock()
+	s.release()
+	s.mu.Unlock()
+	return err
 }
 
 // stopped returns a stopped session as read from the store: it holds no

@@ -1,0 +1,21 @@
+package web
+
+import (
+	"context"
+	"time"
+)
+
+// RetentionPass is what one pass of retention did.
+type RetentionPass = passResult
+
+// RetainNow runs one round of retention r on s at now, as s's background
+// loop does every Retention.Every, under the same lease: the tests choose
+// the limits and the clock. It forgets every deletion it finds.
+func RetainNow(ctx context.Context, s *Server, r Retention, now time.Time) (RetentionPass, error) {
+	rt := newRetainer(s, r)
+	rt.seen = time.Time{}
+	return rt.round(ctx, now)
+}
+
+// Holds reports whether s holds session id in memory.
+func Holds(s *Server, id string) bool { return s.mgr.Has(id) }
