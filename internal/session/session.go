@@ -1319,6 +1319,13 @@ func (s *Session) Post(ctx context.Context, msgs []InMessage, by string) error {
 	if s.rec.Status == store.StatusStopped {
 		return fmt.Errorf("%w: the session is stopped", ErrConflict)
 	}
+	if s.model == nil {
+		// Its model could not be rebuilt after a restart or an adoption
+		// (a client's key, held in memory only, is gone): the record
+		// says why, and nothing can run.
+		return fmt.Errorf("%w: the session cannot continue: %s", ErrConflict,
+			cmp.Or(s.rec.Error, "its model could not be rebuilt after the server restarted"))
+	}
 	var users []InMessage
 	seen := map[string]bool{}
 	type perm struct {
