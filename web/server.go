@@ -290,10 +290,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return defaultModel(m, image, tools, env, s.log)
 		}
 	}
-	newDisplay := s.opener()
+	// An agent or executor session's display is relaunched by the
+	// session, at its last page, a bounded number of times (session's
+	// guard); an MCP session's display starts itself anew.
+	newDisplay := s.opener(0)
 	s.browser = newBrowserCheck(cmp.Or(cfg.BrowserCheck, DefaultBrowserCheck), probeBrowser(newDisplay))
 	newDisplay = s.checkedOpener(newDisplay)
-	sessionDisplay, err := allowedDisplays(cfg.Displays, newDisplay)
+	sessionDisplay, err := allowedDisplays(cfg.Displays, s.checkedOpener(s.opener(-1)))
 	if err != nil {
 		return nil, err
 	}
@@ -466,8 +469,10 @@ func (s *Server) Close(ctx context.Context) error {
 // sandboxed browser (Config.Sandboxes), or a browser on the host behind
 // an egress proxy that refuses internal addresses the session's policy
 // does not name (wiring.OpenWeb). Neither kind of browser reaches the
-// server's own address unless the policy names it.
-func (s *Server) opener() func(context.Context, session.Spec) (session.Display, error) {
+// server's own address unless the policy names it. maxRestarts is
+// wiring.DisplayRequest.MaxRestarts: -1 for a display whose session
+// relaunches it itself.
+func (s *Server) opener(maxRestarts int) func(context.Context, session.Spec) (session.Display, error) {
 	cfg := s.cfg
 	if cfg.NewDisplay != nil {
 		return func(ctx context.Context, sp session.Spec) (session.Display, error) {
@@ -479,7 +484,7 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 		if sp.Policy != nil {
 			hosts = sp.Policy.Hosts
 		}
-		req := wiring.DisplayRequest{Display: sp.Display.Spec(), Browser: cfg.Browser,
+		req := wiring.DisplayRequest{Display: sp.Display.Spec(), Browser: cfg.Browser, MaxRestarts: maxRestarts,
 			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Shared: cfg.Shared, Getenv: cfg.Getenv, Logger: s.log}
 		if cfg.Sandboxes != nil {
 			req.Egress = wiring.EgressFor(hosts, sp.StartURL)
