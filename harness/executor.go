@@ -82,7 +82,16 @@ type ExecutorConfig struct {
 
 	Trace   *trace.Writer     // nil: no trace files
 	OnEvent func(trace.Event) // sees every event after the trace has it; must not block for long
-	Logger  *slog.Logger      // nil: slog.Default()
+
+	// OnIntent, when set, is called before a call's first action that
+	// acts on the display (every kind but screenshot, wait, zoom and
+	// cursor_position) is performed, once per call, and must return once
+	// it has recorded, durably, that the call began to act: a run resumed
+	// after a crash then answers the call without performing it again
+	// (Resume.Begun). An error stops the call before that action runs.
+	OnIntent func(ctx context.Context, callID string) error
+
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // Executor is the one per-action path. Every door an action can come in by
@@ -537,8 +546,9 @@ func (e *Executor) execute(ctx context.Context, c Call, o Options, actor Actor, 
 		r.Notes = append(r.Notes, d.Notes...)
 		r.Acknowledged = c.SafetyChecks
 	}
+	intent := e.cfg.OnIntent
 	for i, a := range c.Actions {
-		if err := e.act(ctx, c, o, actor, i, a, frame, r); err != nil {
+		if err := e.act(ctx, c, o, actor, i, a, frame, r, &intent); err != nil {
 			return fmt.Errorf("action %d (%s): %w", i, a.Kind, err)
 		}
 		r.Ran++
@@ -586,8 +596,10 @@ func needsFrame(batch []actions.Action) bool {
 	return false
 }
 
-// act runs one action of a batch.
-func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result) error {
+// act runs one action of a batch. intent, until it is called (and set to
+// nil), records that the call is about to act on the display.
+func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result,
+	intent *func(context.Context, string) error) error {
 	m, err := frame.Map(a, cmp.Or(c.Space, screen.Image))
 	if err != nil {
 		return err
@@ -661,6 +673,12 @@ func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i in
 			r.Zoom = &shot
 		}
 	default:
+		if *intent != nil {
+			if err := (*intent)(ctx, c.ID); err != nil {
+				return fail(fmt.Errorf("not performed: that it was about to run could not be recorded: %w", err))
+			}
+			*intent = nil
+		}
 		if m.Kind == actions.Type {
 			m.Text = e.unveil(m.Text)
 		}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,7 +39,35 @@ var (
 	ErrUnknownFrame = errors.New("unknown screenshot")
 	// ErrTruncated marks calls of a turn that the provider cut short.
 	ErrTruncated = errors.New("tool call truncated by max_tokens; not executed")
+	// ErrOutcomeUnknown answers a call whose actions had begun to act on
+	// the display when the run stopped (its intent was recorded, its
+	// result was not): it is not performed again (Resume.Begun).
+	ErrOutcomeUnknown = errors.New("the outcome of this call is unknown: the server stopped after its actions " +
+		"began to run and before their result was recorded, so it was not performed again (it may have run in part " +
+		"or in full); this screenshot shows the screen now: check it before doing anything again")
 )
+
+// MayHaveActed reports whether the screen may have changed since the
+// caller's last screenshot because of r's call: it did not fail, some of
+// its actions ran, or whether they ran is unknown (ErrOutcomeUnknown). A
+// result that did not act leaves the screen as it was.
+func (r Result) MayHaveActed() bool {
+	return r.Err == nil || r.Ran > 0 || errors.Is(r.Err, ErrOutcomeUnknown)
+}
+
+// ResultErr is the error of a result as it was stored, in words: its
+// sentinel again when it is one a provider adapter reads
+// (ErrOutcomeUnknown), so that a result restored after a restart is
+// encoded as it was the first time.
+func ResultErr(stored string) error {
+	switch stored {
+	case "":
+		return nil
+	case ErrOutcomeUnknown.Error():
+		return ErrOutcomeUnknown
+	}
+	return errors.New(stored)
+}
 
 // An Approver decides whether an action may run. It returns at once for
 // actions its rules let through, and otherwise blocks until a human allows
@@ -131,6 +160,11 @@ type Config struct {
 	// has it. It must not block for long: the loop waits for it.
 	OnEvent func(trace.Event)
 
+	// OnIntent, when set, records that a call is about to act on the
+	// display (see ExecutorConfig.OnIntent), so that a run resumed after
+	// a crash does not perform it again (Resume.Begun).
+	OnIntent func(ctx context.Context, callID string) error
+
 	// OnTurn, when set, sees each model turn before any of its calls runs,
 	// as every record must show it: secret texts masked (see
 	// Executor.Prepare) and secret values redacted. r redacts what the
@@ -173,6 +207,11 @@ type Resume struct {
 	Turn   Turn           // the turn being answered
 	Done   []Result       // results already given for some of Turn's calls; each needs its Shot
 	Frames []screen.Frame // frames the model was sent, oldest first; the last full one is the latest
+	// Begun are the calls of Turn without a result whose intent was
+	// recorded (Config.OnIntent): they began to act on the display before
+	// the run stopped. None is performed again: each is answered with
+	// ErrOutcomeUnknown and a fresh screenshot.
+	Begun []string
 }
 
 // Outcome is how a run ended.
@@ -201,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	exec, err := NewExecutor(ExecutorConfig{Display: cfg.Display, Policy: cfg.Policy, Limits: cfg.Limits,
 		Capture: cfg.Capture, ZoomMax: cfg.ZoomMax, RejectStale: cfg.RejectStale, ActionTimeout: cfg.ActionTimeout,
 		Approver: cfg.Approver, Inspector: cfg.Inspector, Secrets: cfg.Secrets, Trace: cfg.Trace,
-		OnEvent: cfg.OnEvent, Logger: cfg.Logger})
+		OnEvent: cfg.OnEvent, OnIntent: cfg.OnIntent, Logger: cfg.Logger})
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -418,6 +457,8 @@ func (l *loop) call(ctx context.Context, turn Turn, c Call) (Result, StopReason)
 		stop = StopRepeat
 	case turn.Stop == StopMaxTokens && c.DecodeErr == nil:
 		o.Refuse = ErrTruncated
+	case l.cfg.Resume != nil && slices.Contains(l.cfg.Resume.Begun, c.ID):
+		o.Refuse = ErrOutcomeUnknown
 	case l.repeats >= l.repeatWarn:
 		o.Notes = append(o.Notes, fmt.Sprintf("You have sent this exact call %d times in a row. If the screen is not changing, try something else.", l.repeats))
 	}

@@ -309,9 +309,7 @@ func (m *execModel) restoreAnswered(sc savedExecCall) {
 	}
 	r := harness.Result{CallID: sc.Call.ID, Ran: sc.Result.Ran, Notes: sc.Result.Notes, Cursor: sc.Result.Cursor,
 		Acknowledged: sc.Result.Acknowledged}
-	if sc.Result.Err != "" {
-		r.Err = errors.New(sc.Result.Err)
-	}
+	r.Err = harness.ResultErr(sc.Result.Err)
 	if sc.Result.Shot != "" {
 		r.Shot = &screen.Shot{Frame: sc.Result.Frame}
 	}
@@ -714,7 +712,7 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 		r.Shot = &sh
 	}
 	if r.Err != nil {
-		r.Err = errors.New(s.m.scrubDir(r.Err.Error()))
+		r.Err = harness.ResultErr(s.m.scrubDir(r.Err.Error()))
 	}
 	native, err := cd.encode(c.call, r)
 	if err != nil {

@@ -240,10 +240,7 @@ func (s *Session) resumeOf(run *savedRun) (*harness.Resume, error) {
 	done := map[string]bool{}
 	for _, d := range run.Done {
 		done[d.CallID] = true
-		res := harness.Result{CallID: d.CallID, Ran: d.Ran, Notes: d.Notes, Output: d.Output}
-		if d.Err != "" {
-			res.Err = errors.New(d.Err)
-		}
+		res := harness.Result{CallID: d.CallID, Ran: d.Ran, Notes: d.Notes, Output: d.Output, Err: harness.ResultErr(d.Err)}
 		if d.Shot != "" {
 			b, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(d.Shot)))
 			if err != nil {
@@ -254,6 +251,11 @@ func (s *Session) resumeOf(run *savedRun) (*harness.Resume, error) {
 			return nil, fmt.Errorf("result of %s has no screenshot", d.CallID)
 		}
 		r.Done = append(r.Done, res)
+	}
+	for _, id := range run.Begun {
+		if !done[id] {
+			r.Begun = append(r.Begun, id)
+		}
 	}
 	for _, c := range run.Turn.Calls {
 		hc := harness.Call{ID: c.ID, Name: c.Name, Actions: c.Actions, Space: c.Space, FrameID: c.FrameID,

@@ -591,6 +591,10 @@ type savedRun struct {
 	Step int           `json:"step"`
 	Turn savedTurn     `json:"turn"`
 	Done []savedResult `json:"done,omitempty"`
+	// Begun are the calls that began to act on the display (their intent,
+	// recorded before the first such action ran): one without a result is
+	// not performed again on resume (harness.Resume.Begun).
+	Begun []string `json:"begun,omitempty"`
 }
 
 type savedTurn struct {
@@ -835,6 +839,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		Approver:  approver,
 		Inspector: inspector(disp.dom()),
 		OnEvent:   func(e trace.Event) { s.onEvent(dir, e) },
+		OnIntent:  s.onIntent,
 		Resume:    resume,
 		Trace:     tw,
 		ModelName: strings.Trim(s.spec.Model.Provider+"/"+s.spec.Model.Name, "/"),
@@ -1034,6 +1039,28 @@ func (s *Session) onTurn(dir string, turn harness.Turn, r harness.Redactor) {
 type assistantContent struct {
 	Text      string          `json:"text"`
 	ToolCalls []ToolCallEvent `json:"toolCalls,omitempty"`
+}
+
+// onIntent records, durably, that a call of the turn is about to act on
+// the display (harness.Config.OnIntent), before it does: a run resumed
+// after a crash, here or on the replica that adopts the session, answers
+// the call with its outcome unknown instead of performing it again.
+func (s *Session) onIntent(ctx context.Context, callID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run := s.saved.Run
+	if run == nil || slices.Contains(run.Begun, callID) {
+		return nil
+	}
+	run.Begun = append(run.Begun, callID)
+	var b batch
+	s.saveTo(&b)
+	if err := s.m.st.Write(ctx, &b.Batch); err != nil {
+		run.Begun = run.Begun[:len(run.Begun)-1]
+		s.log.Error("record a call's intent", "call", callID, "err", err)
+		return errors.New("the server could not record it")
+	}
+	return nil
 }
 
 // onEvent turns the loop's trace events into session state and events.
