@@ -103,6 +103,14 @@ func (s *Session) launch(ctx context.Context) (Display, error) {
 		_ = d.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open %s: %w", url, err)
 	}
+	// The page is drawn before any input reaches it: a browser that has
+	// not drawn a frame of the page since it loaded drops a click at a
+	// point (screen/cdp's FrameControl), and a run resumed after a
+	// restart acts before it captures anything.
+	if _, err := d.Capture(ctx, screen.CaptureOptions{Size: screen.Size{W: 64, H: 40}}); err != nil {
+		_ = d.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("draw %s: %w", url, err)
+	}
 	return d, nil
 }
 
