@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +56,16 @@ type ClusterConfig struct {
 	// ones; 0 leaves it unsaid (the replica running the fewest sessions
 	// gets the next).
 	Capacity int
+	// PeerTLS is how this replica checks the others' certificates when it
+	// forwards to them (RootCAs, ServerName: the name their certificates
+	// hold, when it is not their advertised host); nil: the system's
+	// roots. It applies when Advertise is https, which the replicas then
+	// serve (Serve on a TLS listener): what is forwarded (clients'
+	// requests with their credentials, and a client's own provider key
+	// when a new session is placed on another replica) then never crosses
+	// in clear, and such a replica forwards to no replica that advertises
+	// http.
+	PeerTLS *tls.Config
 }
 
 // DefaultLeaseTTL is ClusterConfig.LeaseTTL's default.
@@ -90,6 +102,7 @@ type cluster struct {
 	started     time.Time
 
 	transport *http.Transport
+	tls       bool // Advertise is https: peers are reached over TLS only
 	proxyMu   sync.Mutex
 	proxies   map[string]*httputil.ReverseProxy
 
@@ -135,9 +148,21 @@ func newCluster(s *Server, cfg ClusterConfig) (*cluster, error) {
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     60 * time.Second,
+		TLSHandshakeTimeout: 5 * time.Second,
 		// No response header timeout: long polls (?wait=) and event
 		// streams answer when they answer; the client's request bounds
 		// them.
+	}
+	switch {
+	case u.Scheme == "https":
+		tc := &tls.Config{}
+		if cfg.PeerTLS != nil {
+			tc = cfg.PeerTLS.Clone()
+		}
+		tc.MinVersion = max(tc.MinVersion, tls.VersionTLS12)
+		c.transport.TLSClientConfig, c.tls = tc, true
+	case cfg.PeerTLS != nil:
+		return nil, fmt.Errorf("web: Cluster.PeerTLS is set but Cluster.Advertise %q is not https: the others would forward to this replica in clear", cfg.Advertise)
 	}
 	return c, nil
 }
@@ -361,7 +386,7 @@ func (c *cluster) candidates(ctx context.Context, now time.Time) ([]store.Replic
 		if r.ID == c.id {
 			r = c.row(now)
 		}
-		if r.Live(now) && !r.Draining && r.Addr != "" {
+		if r.Live(now) && !r.Draining && c.reachable(r.Addr) {
 			out = append(out, r)
 		}
 	}
@@ -498,8 +523,18 @@ func (c *cluster) retryIn(expires time.Time) time.Duration {
 	return min(max(d, time.Second), c.ttl+c.ttl/3)
 }
 
-// proxy forwards requests to the replica at addr.
+// reachable reports whether this replica forwards to a replica that
+// advertises addr: any address, or only https ones when this replica's
+// peers are reached over TLS.
+func (c *cluster) reachable(addr string) bool {
+	return addr != "" && (!c.tls || strings.HasPrefix(addr, "https://"))
+}
+
+// proxy forwards requests to the replica at addr; nil when it may not.
 func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
+	if !c.reachable(addr) {
+		return nil
+	}
 	c.proxyMu.Lock()
 	defer c.proxyMu.Unlock()
 	if p := c.proxies[addr]; p != nil {
@@ -542,6 +577,7 @@ func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
 func (c *cluster) forward(g *gin.Context, addr string) {
 	p := c.proxy(addr)
 	if p == nil {
+		c.log.Warn("forward to replica: not over TLS, while this replica's peers are reached over TLS", "to", addr)
 		unavailable(g, time.Second, "the replica that runs this session has no usable address")
 		return
 	}

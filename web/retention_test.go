@@ -262,3 +262,28 @@ func TestRetentionReplicas(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRetention(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		want web.Retention
+	}{
+		{"30d", web.Retention{MaxAge: 30 * 24 * time.Hour}},
+		{"12h", web.Retention{MaxAge: 12 * time.Hour}},
+		{"1.5d", web.Retention{MaxAge: 36 * time.Hour}},
+		{"50GB", web.Retention{MaxBytes: 50e9}},
+		{"500MiB", web.Retention{MaxBytes: 500 << 20}},
+		{"30d, 2TiB", web.Retention{MaxAge: 30 * 24 * time.Hour, MaxBytes: 2 << 40}},
+		{"100B,90m", web.Retention{MaxAge: 90 * time.Minute, MaxBytes: 100}},
+	} {
+		if got, err := web.ParseRetention(tt.in); err != nil || got != tt.want {
+			t.Errorf("ParseRetention(%q) = %+v, %v, want %+v", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", ",", "0", "0d", "-1d", "forever", "30d,12h", "1GB,2GB", "0B", "12 h"} {
+		if got, err := web.ParseRetention(bad); err == nil {
+			t.Errorf("ParseRetention(%q) = %+v, want an error", bad, got)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -62,6 +64,13 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"replicas reach this one at, such as http://$(POD_IP):8080 (a port of 0 stands for the port --addr listens on). "+
 		"Needs --token or $SPOTTER_TOKEN, the same on every replica")
 	replicaID := fs.String("replica-id", "", "with --advertise: this replica's name, unique among them (default: host name and process id)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key): clients, and the other "+
+		"replicas when --advertise is https, reach this one over TLS")
+	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
+	peerCA := fs.String("peer-ca", "", "with an https --advertise: the CA certificates (PEM) that sign the other replicas' "+
+		"certificates, checked when forwarding to them (default: the system's roots)")
+	peerName := fs.String("peer-name", "", "with an https --advertise: the name the other replicas' certificates hold "+
+		"(default: the host of each one's advertised address), such as one name every replica's certificate carries")
 	lease := fs.Duration("lease", web.DefaultLeaseTTL, "with --advertise: how long this replica's hold on its sessions lasts "+
 		"unrenewed (renewed every third of it); the others adopt its sessions once it lapses")
 	var retain web.Retention
@@ -118,9 +127,17 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	serveTLS, peerTLS, err := replicaTLS(*tlsCert, *tlsKey, *peerCA, *peerName, *advertise)
+	if err != nil {
+		return exitError{2, err}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return exitError{2, err}
+	}
+	scheme := "http"
+	if serveTLS != nil {
+		ln, scheme = tls.NewListener(ln, serveTLS), "https"
 	}
 	var cluster web.ClusterConfig
 	if *advertise != "" {
@@ -129,7 +146,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			ln.Close()
 			return exitError{2, err}
 		}
-		cluster = web.ClusterConfig{Advertise: adv, ReplicaID: *replicaID, LeaseTTL: *lease}
+		cluster = web.ClusterConfig{Advertise: adv, ReplicaID: *replicaID, LeaseTTL: *lease, PeerTLS: peerTLS}
 	}
 	mcpDisp, err := parseDisplay(*mcpDisplay, 1280, 800)
 	if err != nil {
@@ -176,8 +193,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return exitError{2, errors.Join(err, srv.Close(context.WithoutCancel(ctx)))}
 	}
-	fmt.Fprintf(stdout, "spotter: listening on http://%s\n", ln.Addr())
-	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())
+	fmt.Fprintf(stdout, "spotter: listening on %s://%s\n", scheme, ln.Addr())
+	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at %s://%s/mcp\n", scheme, ln.Addr())
 	if tok == "" {
 		fmt.Fprintf(stdout, "spotter: token %s\n", srv.Token())
 	} else {
@@ -247,6 +264,47 @@ func sharedBrowsers(ctx context.Context, exec string, n int, log *slog.Logger) (
 		return nil, fmt.Errorf("--browsers: %w", err)
 	}
 	return p, nil
+}
+
+// replicaTLS reads --tls-cert and --tls-key (the server's certificate,
+// nil without them) and --peer-ca and --peer-name (how an https
+// --advertise replica checks the others' certificates), and checks them
+// against --advertise: a replica that advertises https serves TLS, and
+// one that serves TLS advertises https.
+func replicaTLS(cert, key, peerCA, peerName, advertise string) (serve, peer *tls.Config, err error) {
+	https := strings.HasPrefix(advertise, "https://")
+	switch {
+	case (cert == "") != (key == ""):
+		return nil, nil, errors.New("--tls-cert and --tls-key go together")
+	case https && cert == "":
+		return nil, nil, fmt.Errorf("--advertise %s is https: serve it with --tls-cert and --tls-key", advertise)
+	case advertise != "" && !https && cert != "":
+		return nil, nil, fmt.Errorf("--advertise %s is plain http, but this replica serves TLS (--tls-cert): advertise https", advertise)
+	case !https && (peerCA != "" || peerName != ""):
+		return nil, nil, errors.New("--peer-ca and --peer-name are for replicas that advertise https (--advertise https://...)")
+	}
+	if cert != "" {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		serve = &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}
+	}
+	if https {
+		peer = &tls.Config{ServerName: peerName}
+		if peerCA != "" {
+			b, err := os.ReadFile(peerCA)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--peer-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(b) {
+				return nil, nil, fmt.Errorf("--peer-ca %s: no PEM certificate in it", peerCA)
+			}
+			peer.RootCAs = pool
+		}
+	}
+	return serve, peer, nil
 }
 
 // advertised checks --advertise and puts the listener's port in place of

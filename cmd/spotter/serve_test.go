@@ -161,6 +161,12 @@ func TestServeClusterFlags(t *testing.T) {
 		{[]string{"--advertise", "10.0.0.1:8080", "--token", "tok-0123456789"}, "--advertise"},            // no scheme
 		{[]string{"--advertise", "http://10.0.0.1:8080/x?y", "--token", "tok-0123456789"}, "--advertise"}, // not a base URL
 		{[]string{"--advertise", "http://127.0.0.1:0"}, "token"},                                          // no shared token
+		{[]string{"--advertise", "https://10.0.0.1:8080", "--token", "tok-0123456789"}, "--tls-cert"},     // https served in clear
+		{[]string{"--tls-cert", "c.pem"}, "--tls-key"},
+		{[]string{"--tls-cert", "nope.pem", "--tls-key", "nope.pem"}, "--tls-cert"}, // unreadable
+		{[]string{"--advertise", "http://10.0.0.1:8080", "--peer-ca", "ca.pem", "--token", "tok-0123456789"}, "--peer-ca"},
+		{[]string{"--retain", "forever"}, "--retain"},
+		{[]string{"--retain", "30d,1GB,2GB"}, "--retain"},
 	} {
 		errOut.Reset()
 		err := serveCmd(t.Context(), append([]string{"--data", t.TempDir(), "--addr", "127.0.0.1:0", "--isolate", "none"}, tt.args...), &out, &errOut)
