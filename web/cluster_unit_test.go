@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -37,12 +38,12 @@ func (r *inProcessReplica) close() {
 
 func newInProcessReplica(t *testing.T, id, db string) *inProcessReplica {
 	t.Helper()
-	return newInProcessReplicaWith(t, id, db, t.TempDir(), web.Retention{})
+	return newInProcessReplicaWith(t, id, db, t.TempDir(), web.Retention{}, 0)
 }
 
-// newInProcessReplicaWith is newInProcessReplica with a data directory
-// and a retention.
-func newInProcessReplicaWith(t *testing.T, id, db, data string, retain web.Retention) *inProcessReplica {
+// newInProcessReplicaWith is newInProcessReplica with a data directory,
+// a retention and a lease (0: 1.5s).
+func newInProcessReplicaWith(t *testing.T, id, db, data string, retain web.Retention, lease time.Duration) *inProcessReplica {
 	t.Helper()
 	var h http.Handler
 	var mu sync.Mutex
@@ -53,7 +54,7 @@ func newInProcessReplicaWith(t *testing.T, id, db, data string, retain web.Reten
 		hh.ServeHTTP(w, r)
 	}))
 	srv, err := web.New(t.Context(), web.Config{DataDir: data, DB: db, Token: testToken, Retention: retain,
-		Cluster: web.ClusterConfig{Advertise: "http://" + hs.Listener.Addr().String(), ReplicaID: id, LeaseTTL: 1500 * time.Millisecond},
+		Cluster: web.ClusterConfig{Advertise: "http://" + hs.Listener.Addr().String(), ReplicaID: id, LeaseTTL: cmp.Or(lease, 1500*time.Millisecond)},
 		NewModel: func(ctx context.Context, m session.ModelSpec, image screen.Size, tools []harness.ToolSpec) (harness.Model, error) {
 			return endModel{}, nil // fuzz_test.go's
 		},

@@ -220,8 +220,8 @@ func TestRetentionReplicas(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewDB(t, pgtest.Start(t))
 	data := t.TempDir()
-	a := newInProcessReplicaWith(t, "a", dsn, data, web.Retention{})
-	b := newInProcessReplicaWith(t, "b", dsn, data, web.Retention{})
+	a := newInProcessReplicaWith(t, "a", dsn, data, web.Retention{}, 0)
+	b := newInProcessReplicaWith(t, "b", dsn, data, web.Retention{}, 0)
 	// An idle agent session, held in memory by its replica.
 	ea := &env{t: t, base: a.http.URL, data: data}
 	resp, evs := ea.stream("PUT", "/session", spec("Say done", nil))
