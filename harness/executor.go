@@ -13,6 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/screen"
@@ -191,7 +194,7 @@ func (e *Executor) TraceErr() error {
 // Screenshot captures the display for actor, remembers the frame and saves
 // it to the trace, returning the trace file name ("" without a trace).
 func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, string, error) {
-	shot, err := e.cfg.Display.Capture(WithActor(ctx, actor), e.cfg.Capture)
+	shot, err := e.capture(WithActor(ctx, actor), e.cfg.Capture)
 	if err != nil {
 		return screen.Shot{}, "", err
 	}
@@ -204,6 +207,22 @@ func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, st
 	}
 	e.mu.Unlock()
 	return shot, e.saveShot(shot), nil
+}
+
+// capture takes a screenshot as o says, in a span of its own with its
+// settle wait, and counts it.
+func (e *Executor) capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
+	t0 := time.Now()
+	ctx, span := tracer.Start(ctx, SpanCapture)
+	shot, err := e.cfg.Display.Capture(ctx, o)
+	metricCapture.Observe(time.Since(t0).Seconds())
+	if err == nil {
+		st := shot.Frame.Settle
+		settleSpan(ctx, t0, st.Waited, st.TimedOut, st.Reason)
+		span.SetAttributes(attribute.String("spotter.frame.id", shot.Frame.ID))
+	}
+	endSpan(span, err)
+	return shot, err
 }
 
 // Options say how Do treats one call.
@@ -595,8 +614,26 @@ func needsFrame(batch []actions.Action) bool {
 	return false
 }
 
-// act runs one action of a batch.
+// act runs one action of a batch, in a span of its own, and counts it.
 func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result) error {
+	t0 := time.Now()
+	ctx, span := tracer.Start(ctx, SpanAction, oteltrace.WithAttributes(attribute.String("spotter.action.kind", a.Kind.String()),
+		attribute.Int("spotter.action.index", i), attribute.String("spotter.actor", string(actor))))
+	err := e.actOne(ctx, c, o, actor, i, a, frame, r)
+	outcome := outcomeOK
+	switch {
+	case errors.Is(err, ErrDenied):
+		outcome = outcomeDenied
+	case err != nil:
+		outcome = outcomeError
+	}
+	metricAction.WithLabelValues(a.Kind.String(), outcome).Observe(time.Since(t0).Seconds())
+	endSpan(span, err)
+	return err
+}
+
+// actOne runs one action of a batch.
+func (e *Executor) actOne(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result) error {
 	m, err := frame.Map(a, cmp.Or(c.Space, screen.Image))
 	if err != nil {
 		return err
@@ -745,7 +782,7 @@ func (e *Executor) zoom(ctx context.Context, region actions.Rect, step int) (scr
 	o := e.cfg.Capture
 	o.Region = region
 	o.Size = fitLongEdge(full, limit)
-	shot, err := e.cfg.Display.Capture(ctx, o)
+	shot, err := e.capture(ctx, o)
 	if err != nil {
 		return screen.Shot{}, err
 	}

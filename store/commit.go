@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,6 +124,7 @@ func (c *committer) commit(group []*request) {
 	}
 	c.groups.Add(1)
 	c.writes.Add(int64(len(live)))
+	t0 := time.Now()
 	errs, retry := c.group(live)
 	if retry {
 		// Nothing of the group was stored: each write runs alone, in
@@ -131,6 +133,13 @@ func (c *committer) commit(group []*request) {
 			errs[i] = c.alone(r)
 		}
 	}
+	outcome := "ok"
+	if slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		outcome = "failed"
+	}
+	driver := c.d.driver()
+	metricCommit.WithLabelValues(driver, outcome).Observe(time.Since(t0).Seconds())
+	metricCommitWrites.WithLabelValues(driver).Observe(float64(len(live)))
 	for i, r := range live {
 		r.done(errs[i])
 	}

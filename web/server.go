@@ -213,8 +213,9 @@ type Server struct {
 	ownSt  bool
 	mgr    *session.Manager
 	token  string
-	engine *gin.Engine
-	assets fs.FS
+	engine  *gin.Engine
+	handler http.Handler // engine in each request's span (traced)
+	assets  fs.FS
 	cop    *http.CrossOriginProtection
 	limits limiter // rate limits (ratelimit.go)
 
@@ -325,6 +326,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.mcpH = s.mcp.Handler()
 	s.assets = panel.FS
 	s.engine = s.routes()
+	s.handler = traced(s.engine)
 	return s, nil
 }
 
@@ -368,7 +370,7 @@ func (s *Server) Replica() string {
 func (s *Server) Token() string { return s.token }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // ListenAndServe listens on Config.Addr and serves until ctx is done; see
 // Serve.
@@ -394,7 +396,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.listening(ln.Addr())
 	h := s.cfg.HTTP
-	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
 		IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return ctx }} // streams end with ctx
 	errc := make(chan error, 1)
@@ -489,7 +491,7 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 			if errors.Is(err, wiring.ErrConnect) {
 				// Where the client pointed the display; the cause, which
 				// may name this host's files, goes to the log.
-				s.log.Warn("open a session's display", "err", err)
+				s.log.WarnContext(ctx, "open a session's display", "err", err)
 				return nil, fmt.Errorf("%w: the display server the session names (display.address or display.ws_endpoint) did not answer",
 					session.ErrBadRequest)
 			}
@@ -646,7 +648,7 @@ func (s *Server) answer(c *gin.Context) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic", "method", c.Request.Method, "path", c.FullPath(), "panic", v, "stack", string(debug.Stack()))
+			s.log.ErrorContext(c.Request.Context(), "panic", "method", c.Request.Method, "path", c.FullPath(), "panic", v, "stack", string(debug.Stack()))
 			if w.ResponseWriter.Written() {
 				panic(http.ErrAbortHandler) // cut the answer short: the client sees it break
 			}
