@@ -35,7 +35,7 @@ import (
 // the ServiceMonitor's selector and port, the NetworkPolicy. Every PromQL
 // expression of the rules and the dashboard is parsed by Prometheus's own
 // parser and may name only the families docs/OPERATIONS.md lists, which
-// web's TestMetrics holds to what a real server exports. The alerts are
+// web's TestObservability holds to what a real server exports. The alerts are
 // run on made-up series in alerts_test.go.
 
 const monitoringDir = "components/monitoring"

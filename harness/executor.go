@@ -213,7 +213,7 @@ func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, st
 // settle wait, and counts it.
 func (e *Executor) capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
 	t0 := time.Now()
-	ctx, span := tracer.Start(ctx, SpanCapture)
+	ctx, span := tracer.Start(ctx, SpanCapture, oteltrace.WithTimestamp(t0))
 	shot, err := e.cfg.Display.Capture(ctx, o)
 	metricCapture.Observe(time.Since(t0).Seconds())
 	if err == nil {

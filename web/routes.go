@@ -68,7 +68,7 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	s.cop = http.NewCrossOriginProtection()
 	e := gin.New()
-	e.Use(s.observe, s.answer, s.crossSite)
+	e.Use(s.answer, s.observe, s.crossSite)
 	e.HandleMethodNotAllowed = true
 	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
 	e.NoRoute(s.static)

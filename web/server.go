@@ -207,17 +207,17 @@ const MaxBody = 1 << 20
 // Server is a running `spotter serve`: its store, its sessions and its
 // HTTP handler. The caller must call Close.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	st     store.Store
-	ownSt  bool
-	mgr    *session.Manager
-	token  string
+	cfg     Config
+	log     *slog.Logger
+	st      store.Store
+	ownSt   bool
+	mgr     *session.Manager
+	token   string
 	engine  *gin.Engine
 	handler http.Handler // engine in each request's span (traced)
 	assets  fs.FS
-	cop    *http.CrossOriginProtection
-	limits limiter // rate limits (ratelimit.go)
+	cop     *http.CrossOriginProtection
+	limits  limiter // rate limits (ratelimit.go)
 
 	mcp  *mcp.Server
 	mcpH http.Handler // mcp's streamable HTTP handler, which holds the MCP sessions
@@ -656,6 +656,10 @@ func (s *Server) answer(c *gin.Context) {
 			c.Abort()
 		}
 		w.finish()
+		// What the handler wrote may still be in net/http's buffer, which
+		// it flushes once the request's span and log are done: that last
+		// write gets a whole WriteTimeout too.
+		w.deadline()
 	}()
 	c.Next()
 }

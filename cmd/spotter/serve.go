@@ -192,6 +192,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return exitError{2, errors.Join(err, srv.Close(context.WithoutCancel(ctx)))}
 	}
+	if metrics != nil {
+		fmt.Fprintf(stdout, "spotter: metrics at http://%s/metrics\n", metrics.addr)
+	}
 	fmt.Fprintf(stdout, "spotter: listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())
 	if tok == "" {
@@ -201,9 +204,6 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if r := srv.Replica(); r != "" {
 		fmt.Fprintf(stdout, "spotter: replica %s, reached at %s\n", r, cluster.Advertise)
-	}
-	if metrics != nil {
-		fmt.Fprintf(stdout, "spotter: metrics at http://%s/metrics\n", metrics.addr)
 	}
 	if tracing {
 		fmt.Fprintln(stdout, "spotter: tracing to the OTLP endpoint of the OTEL_* variables")

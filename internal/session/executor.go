@@ -95,7 +95,7 @@ type execCall struct {
 	// trace is the trace of the request that posted the call: the turn
 	// that answers it continues it.
 	trace oteltrace.SpanContext
-	done chan struct{} // closed when result is set
+	done  chan struct{} // closed when result is set
 	// result answers the call. Once shot (its screenshot's file, relative
 	// to the session's directory) is known, the screenshot's bytes stay
 	// in memory only while this is the session's latest answered call;
