@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/internal/opsdoc"
 	"github.com/spotter-harness/spotter/store/pgtest"
 )
 
@@ -184,22 +183,6 @@ func shopServer(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(page.Close)
 	return page
-}
-
-var familyRow = regexp.MustCompile("(?m)^\\| `(spotter_[a-z_]+)`")
-
-// documentedFamilies reads the metric families docs/OPERATIONS.md lists.
-func documentedFamilies(t *testing.T) map[string]bool {
-	t.Helper()
-	b, err := os.ReadFile("../docs/OPERATIONS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for _, m := range familyRow.FindAllSubmatch(b, -1) {
-		out[string(m[1])] = true
-	}
-	return out
 }
 
 // otlpReceiver is an in-process OTLP/HTTP trace receiver: it keeps every
@@ -489,7 +472,10 @@ func testMetrics(t *testing.T, ra, rb *replica, page string) {
 	}
 
 	// The families exported are the families documented.
-	documented := documentedFamilies(t)
+	documented, err := opsdoc.Families("..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var exported []string
 	for name := range all {
 		if strings.HasPrefix(name, "spotter_") {
