@@ -13,6 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/screen"
@@ -200,7 +203,7 @@ func (e *Executor) TraceErr() error {
 // Screenshot captures the display for actor, remembers the frame and saves
 // it to the trace, returning the trace file name ("" without a trace).
 func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, string, error) {
-	shot, err := e.cfg.Display.Capture(WithActor(ctx, actor), e.cfg.Capture)
+	shot, err := e.capture(WithActor(ctx, actor), e.cfg.Capture)
 	if err != nil {
 		return screen.Shot{}, "", err
 	}
@@ -213,6 +216,22 @@ func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, st
 	}
 	e.mu.Unlock()
 	return shot, e.saveShot(shot), nil
+}
+
+// capture takes a screenshot as o says, in a span of its own with its
+// settle wait, and counts it.
+func (e *Executor) capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
+	t0 := time.Now()
+	ctx, span := tracer.Start(ctx, SpanCapture, oteltrace.WithTimestamp(t0))
+	shot, err := e.cfg.Display.Capture(ctx, o)
+	metricCapture.Observe(time.Since(t0).Seconds())
+	if err == nil {
+		st := shot.Frame.Settle
+		settleSpan(ctx, t0, st.Waited, st.TimedOut, st.Reason)
+		span.SetAttributes(attribute.String("spotter.frame.id", shot.Frame.ID))
+	}
+	endSpan(span, err)
+	return shot, err
 }
 
 // Options say how Do treats one call.
@@ -454,7 +473,16 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 	}
 	// Every result carries a fresh screenshot, whatever happened above.
 	if shot, name, err := e.Screenshot(ctx, actor); err != nil {
-		r.Err = errors.Join(r.Err, fmt.Errorf("screenshot after the call: %w", err))
+		if r.Err == nil {
+			// Say that the call itself ran: only its screenshot failed.
+			ran := "the action ran"
+			if n := len(c.Actions); n != 1 {
+				ran = fmt.Sprintf("all %d actions ran", n)
+			}
+			r.Err = fmt.Errorf("%s, but no screenshot could be taken after it: %w", ran, err)
+		} else {
+			r.Err = errors.Join(r.Err, fmt.Errorf("no screenshot could be taken after the call either: %w", err))
+		}
 		e.finish(&r, t0, "", o.Step, actor)
 	} else {
 		// What the display noted (a tab opened, a human acted) is said
@@ -596,9 +624,29 @@ func needsFrame(batch []actions.Action) bool {
 	return false
 }
 
-// act runs one action of a batch. intent, until it is called (and set to
-// nil), records that the call is about to act on the display.
+// act runs one action of a batch, in a span of its own, and counts it.
+// intent, until it is called (and set to nil), records that the call is
+// about to act on the display.
 func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result,
+	intent *func(context.Context, string) error) error {
+	t0 := time.Now()
+	ctx, span := tracer.Start(ctx, SpanAction, oteltrace.WithAttributes(attribute.String("spotter.action.kind", a.Kind.String()),
+		attribute.Int("spotter.action.index", i), attribute.String("spotter.actor", string(actor))))
+	err := e.actOne(ctx, c, o, actor, i, a, frame, r, intent)
+	outcome := outcomeOK
+	switch {
+	case errors.Is(err, ErrDenied):
+		outcome = outcomeDenied
+	case err != nil:
+		outcome = outcomeError
+	}
+	metricAction.WithLabelValues(a.Kind.String(), outcome).Observe(time.Since(t0).Seconds())
+	endSpan(span, err)
+	return err
+}
+
+// actOne runs one action of a batch.
+func (e *Executor) actOne(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result,
 	intent *func(context.Context, string) error) error {
 	m, err := frame.Map(a, cmp.Or(c.Space, screen.Image))
 	if err != nil {
@@ -754,7 +802,7 @@ func (e *Executor) zoom(ctx context.Context, region actions.Rect, step int) (scr
 	o := e.cfg.Capture
 	o.Region = region
 	o.Size = fitLongEdge(full, limit)
-	shot, err := e.cfg.Display.Capture(ctx, o)
+	shot, err := e.capture(ctx, o)
 	if err != nil {
 		return screen.Shot{}, err
 	}

@@ -22,6 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/screen"
@@ -189,6 +192,15 @@ type Config struct {
 	Trace     *trace.Writer // nil: no trace
 	ModelName string        // provider and model, for the trace
 	Logger    *slog.Logger  // nil: slog.Default()
+
+	// Provider and ModelID name the model in metrics and spans
+	// (spotter_model_request_duration_seconds and the model request's
+	// span); an empty Provider says the model is no provider's (a
+	// script, an executor session's client): its turns are not model
+	// requests.
+	Provider, ModelID string
+	// SpanAttributes are set on the span of every turn (a session's id).
+	SpanAttributes []attribute.KeyValue
 }
 
 // ClientTools runs the tools that the loop's client implements (the
@@ -293,7 +305,10 @@ func (l *loop) run(ctx context.Context) Outcome {
 		l.steps = rs.Step
 		l.record(trace.Event{Type: trace.TypeNote, Step: l.steps, Text: fmt.Sprintf("resumed at step %d with %d of %d calls answered",
 			rs.Step, len(rs.Done), len(rs.Turn.Calls))})
-		results, out, stop := l.answer(ctx, rs.Turn, rs.Done)
+		t := l.startTurn(ctx, rs.Turn, time.Now(), time.Time{}, nil)
+		t.span.SetAttributes(attribute.Bool("spotter.resumed", true))
+		results, out, stop := l.answer(t.ctx, rs.Turn, rs.Done)
+		t.end(out)
 		if stop {
 			return out
 		}
@@ -321,12 +336,18 @@ func (l *loop) run(ctx context.Context) Outcome {
 		t0 := time.Now()
 		l.scrub()
 		turn, err := l.cfg.Model.Next(ctx, l.toModel(in))
+		t1 := time.Now()
+		observeModel(l.cfg.Provider, l.cfg.ModelID, t1.Sub(t0), turn.Usage, err)
 		if err != nil {
+			if l.cfg.Provider != "" {
+				l.startTurn(ctx, turn, t0, t1, err).end(Outcome{Stop: StopError, Err: err.Error()})
+			}
 			l.record(trace.Event{Type: trace.TypeError, Step: l.steps, Error: err.Error()})
 			return Outcome{Stop: StopError, Err: fmt.Sprintf("model: %v", err)}
 		}
+		t := l.startTurn(ctx, turn, t0, t1, nil)
 		l.addUsage(turn.Usage)
-		turn = l.prepare(ctx, turn)
+		turn = l.prepare(t.ctx, turn)
 		l.record(trace.Event{Type: trace.TypeModelTurn, Step: l.steps, Text: turn.Text, Stop: string(turn.Stop),
 			Usage: trace.Usage(turn.Usage), Elapsed: time.Since(t0)})
 		if len(turn.Calls) == 0 {
@@ -334,14 +355,68 @@ func (l *loop) run(ctx context.Context) Outcome {
 			if stop == StopToolUse { // a tool_use turn with no calls: nothing to answer
 				stop = StopEndTurn
 			}
-			return Outcome{Stop: stop, Text: turn.Text}
+			out := Outcome{Stop: stop, Text: turn.Text}
+			t.end(out)
+			return out
 		}
-		results, out, stop := l.answer(ctx, turn, nil)
+		results, out, stop := l.answer(t.ctx, turn, nil)
+		t.end(out)
 		if stop {
 			return out
 		}
 		in = Input{Results: results}
 	}
+}
+
+// turnSpan is a turn being answered: its span, and when it began.
+type turnSpan struct {
+	ctx   context.Context
+	span  oteltrace.Span
+	start time.Time
+	log   *slog.Logger
+	step  int
+}
+
+// startTurn starts the span of a turn of the model (and the span of its
+// request to the model, t0 to t1, when the model is a provider's). A turn
+// a client brought (Turn.Trace: an executor call) continues the client's
+// trace from when it arrived, t1; a resumed turn (zero t1) begins now.
+func (l *loop) startTurn(ctx context.Context, turn Turn, t0, t1 time.Time, err error) turnSpan {
+	start := t0
+	if turn.Trace.IsValid() {
+		ctx = oteltrace.ContextWithSpanContext(ctx, turn.Trace)
+		start = t1
+	}
+	attrs := append([]attribute.KeyValue{attribute.Int("spotter.step", l.steps)}, l.cfg.SpanAttributes...)
+	tctx, span := tracer.Start(ctx, SpanTurn, oteltrace.WithTimestamp(start), oteltrace.WithAttributes(attrs...))
+	if l.cfg.Provider != "" && !t1.IsZero() {
+		_, ms := tracer.Start(tctx, SpanModelRequest, oteltrace.WithTimestamp(t0), oteltrace.WithAttributes(
+			attribute.String("gen_ai.provider.name", l.cfg.Provider),
+			attribute.String("gen_ai.request.model", l.cfg.ModelID),
+			attribute.Int("gen_ai.usage.input_tokens", turn.Usage.InputTokens),
+			attribute.Int("gen_ai.usage.output_tokens", turn.Usage.OutputTokens)))
+		if turn.Stop != "" {
+			ms.SetAttributes(attribute.String("spotter.stop", string(turn.Stop)))
+		}
+		endSpan(ms, err, oteltrace.WithTimestamp(t1))
+	}
+	return turnSpan{ctx: tctx, span: span, start: start, log: l.log, step: l.steps}
+}
+
+// end ends the turn's span and logs it (at Info); out, when the run
+// stops, says how.
+func (t turnSpan) end(out Outcome) {
+	elapsed := time.Since(t.start)
+	metricStep.Observe(elapsed.Seconds())
+	t.log.InfoContext(t.ctx, "turn", "step", t.step, "elapsed", elapsed.Round(time.Millisecond), "stop", out.Stop)
+	if out.Stop != "" {
+		t.span.SetAttributes(attribute.String("spotter.stop", string(out.Stop)))
+	}
+	var err error
+	if out.Err != "" {
+		err = errors.New(out.Err)
+	}
+	endSpan(t.span, err)
 }
 
 // prepare decides the secrets of turn's display calls before anything

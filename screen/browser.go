@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // What the browser backends (screen/cdp, screen/playwright) say and do
@@ -69,6 +70,59 @@ func UploadPaths(files []string, dir string) ([]string, error) {
 		abs = append(abs, p)
 	}
 	return abs, nil
+}
+
+// A File is a file as a page sees it in a file input: its name and size.
+type File struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+}
+
+// FilesOf returns the names and sizes of the files at paths (as UploadPaths
+// returns them), which an upload hands to a page.
+func FilesOf(paths []string) ([]File, error) {
+	out := make([]File, 0, len(paths))
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("file %q: %v", filepath.Base(p), err)
+		}
+		out = append(out, File{Name: filepath.Base(p), Size: fi.Size()})
+	}
+	return out, nil
+}
+
+// UploadResult says what an upload did, from what the page's file input
+// holds afterwards (got): a note naming the files the page received, or an
+// error when it holds other files than those sent (want). known is false
+// when the page could not be asked (a chooser of no file input): the note
+// then says that nothing confirmed it.
+func UploadResult(want, got []File, known bool) (string, error) {
+	if !known {
+		return fmt.Sprintf("%s handed to the file chooser; the page has no file input that could confirm it received them.", listFiles(want)), nil
+	}
+	if len(got) == len(want) {
+		same := true
+		for i := range want {
+			same = same && got[i] == want[i]
+		}
+		if same {
+			return fmt.Sprintf("The page's file input now holds %s.", listFiles(got)), nil
+		}
+	}
+	if len(got) == 0 {
+		return "", fmt.Errorf("%s handed to the file chooser, but the page's file input holds no file", listFiles(want))
+	}
+	return "", fmt.Errorf("%s handed to the file chooser, but the page's file input holds %s", listFiles(want), listFiles(got))
+}
+
+// listFiles names files with their sizes: "a.txt (13 bytes), b.png (2 bytes)".
+func listFiles(files []File) string {
+	s := make([]string, len(files))
+	for i, f := range files {
+		s[i] = fmt.Sprintf("%s (%d bytes)", f.Name, f.Size)
+	}
+	return strings.Join(s, ", ")
 }
 
 // BlankImage encodes a white image of size s, what a capture shows when a

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,6 +131,7 @@ func (c *committer) commit(group []*request) {
 	}
 	c.groups.Add(1)
 	c.writes.Add(int64(len(live)))
+	t0 := time.Now()
 	errs, retry, down := c.group(live)
 	for wait, until := 50*time.Millisecond, time.Now().Add(outageWait); down && time.Now().Before(until) && !c.isClosed(); wait = min(2*wait, time.Second) {
 		time.Sleep(wait) // the database is away: nothing to do but wait for it
@@ -142,6 +144,13 @@ func (c *committer) commit(group []*request) {
 			errs[i] = c.alone(r)
 		}
 	}
+	outcome := "ok"
+	if slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		outcome = "failed"
+	}
+	driver := c.d.driver()
+	metricCommit.WithLabelValues(driver, outcome).Observe(time.Since(t0).Seconds())
+	metricCommitWrites.WithLabelValues(driver).Observe(float64(len(live)))
 	for i, r := range live {
 		r.done(errs[i])
 	}

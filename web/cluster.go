@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/spotter-harness/spotter/store"
 )
@@ -292,6 +293,15 @@ func (c *cluster) round(ctx context.Context) {
 	c.mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
+	case err == nil && lapsed:
+		metricRenewals.WithLabelValues("lapsed").Inc()
+	case err != nil:
+		metricRenewals.WithLabelValues("failed").Inc()
+	default:
+		metricRenewals.WithLabelValues("ok").Inc()
+	}
+	switch {
+	case ctx.Err() != nil:
 		return
 	case err == nil && lapsed:
 		c.fence(fmt.Sprintf("the lease had lapsed when it was renewed (%v after the last renewal)", since.Round(time.Millisecond)))
@@ -323,6 +333,13 @@ func (c *cluster) sweep(ctx context.Context, now time.Time) {
 	if err != nil {
 		return
 	}
+	live := 0
+	for _, r := range rs {
+		if r.Live(now) {
+			live++
+		}
+	}
+	metricReplicas.Set(float64(live))
 	for _, r := range rs {
 		if r.ID != c.id && now.Sub(r.Expires) > 20*c.ttl {
 			if err := c.st.DeleteReplica(ctx, r.ID); err != nil {
@@ -341,6 +358,7 @@ func (c *cluster) fence(why string) {
 		return
 	default:
 	}
+	metricLeaseLost.Inc()
 	c.log.Error("replica lease lost: stopping every session so that none runs on two replicas", "why", why)
 	c.lostErr.Store(why)
 	if err := c.s.mgr.Close(context.Background()); err != nil {
@@ -461,9 +479,11 @@ func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
 	// run opens it. The store work is bounded by the server's life, not
 	// by this round.
 	if err := c.s.mgr.Adopt(context.WithoutCancel(ctx), o.Session); err != nil {
+		metricAdoptions.WithLabelValues("failed").Inc()
 		c.log.Error("adopt session", "session", o.Session, "err", err)
 		return
 	}
+	metricAdoptions.WithLabelValues("adopted").Inc()
 	args := []any{"session", o.Session, "from", cmp.Or(o.Replica, "(released)")}
 	if !o.Expires.IsZero() {
 		args = append(args, "lease_lapsed_ago", now.Sub(o.Expires).Round(time.Millisecond))
@@ -556,13 +576,21 @@ func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
 				r.Out.Header.Set(HeaderProviderKey, cr.key)
 			}
 		},
-		Transport:     c.transport,
+		// Each forwarded request is a client span of the request's trace,
+		// whose traceparent the owner continues.
+		Transport: otelhttp.NewTransport(c.transport,
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "forward " + r.Method })),
 		FlushInterval: -1, // event streams
+		ModifyResponse: func(*http.Response) error {
+			metricForwarded.WithLabelValues("ok").Inc()
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			metricForwarded.WithLabelValues("failed").Inc()
 			if r.Context().Err() != nil {
 				return // the client left
 			}
-			c.log.Warn("forward to replica", "to", addr, "method", r.Method, "path", r.URL.Path, "err", err)
+			c.log.WarnContext(r.Context(), "forward to replica", "to", addr, "method", r.Method, "path", r.URL.Path, "err", err)
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -649,7 +677,7 @@ func (s *Server) routeNew(g *gin.Context, route string, forwarded bool) {
 	if c != nil && !forwarded && route != "POST /mcp" {
 		addr, err := c.place(g.Request.Context())
 		if err != nil {
-			s.log.Warn("place a session", "err", err)
+			s.log.WarnContext(g.Request.Context(), "place a session", "err", err)
 		}
 		if addr != "" {
 			c.forward(g, addr)
@@ -682,7 +710,7 @@ func (s *Server) routeSession(g *gin.Context, id string, forwarded bool) {
 		g.Next() // the handler answers 404
 		return
 	case err != nil:
-		s.log.Warn("find a session's replica", "session", id, "err", err)
+		s.log.WarnContext(g.Request.Context(), "find a session's replica", "session", id, "err", err)
 		unavailable(g, time.Second, "the store did not answer; try again")
 		return
 	}

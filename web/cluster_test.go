@@ -125,12 +125,13 @@ func (m *tagModel) turnsOf(tag string) []int {
 
 // replica is one `spotter serve --advertise` process.
 type replica struct {
-	id   string
-	base string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *bytes.Buffer
-	mu   *sync.Mutex
+	id      string
+	base    string
+	metrics string // its /metrics URL, with --metrics-addr
+	cmd     *exec.Cmd
+	done    chan struct{}
+	log     *bytes.Buffer
+	mu      *sync.Mutex
 }
 
 func (r *replica) stderr() string {
@@ -150,11 +151,12 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func startReplica(t *testing.T, bin, id, data, dsn string, env []string) *replica {
+// startReplica starts a replica; extra are more flags for it.
+func startReplica(t *testing.T, bin, id, data, dsn string, env []string, extra ...string) *replica {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--db", dsn, "--token", testToken,
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--db", dsn, "--token", testToken,
 		"--isolate", "local", "--advertise", "http://127.0.0.1:0", "--replica-id", id, "--lease", clusterLease.String(),
-		"--drain-timeout", "5s", "-v")
+		"--drain-timeout", "5s", "-v"}, extra...)...)
 	cmd.Env = append(os.Environ(), env...)
 	r := &replica{id: id, cmd: cmd, done: make(chan struct{}), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stderr = lockedWriter{r.mu, r.log}
@@ -169,6 +171,9 @@ func startReplica(t *testing.T, bin, id, data, dsn string, env []string) *replic
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "spotter: metrics at "); ok {
+				r.metrics = u // before the listening line, which publishes it
+			}
 			if u, ok := strings.CutPrefix(sc.Text(), "spotter: listening on "); ok {
 				lines <- u
 			}

@@ -2,10 +2,13 @@ package web_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/spotter-harness/spotter/actions"
 )
 
 type execAnswer struct {
@@ -87,6 +90,53 @@ func TestExecutor(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("DELETE = %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// A call whose action ran but whose screenshot could not be taken is
+// answered 200 in every provider's format, with the provider's result item
+// saying in words that the action ran and why no screenshot came; OpenAI's
+// outputs, which must hold an image, hold the latest screenshot taken
+// before the call (before, the answer was a 500 "internal error").
+func TestExecutorCaptureFails(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		provider string
+		call     string
+		kind     actions.Kind // the action the display performs
+		want     []string     // substrings of the native result and message
+	}{
+		{"anthropic", `{"type":"tool_use","id":"toolu_1","name":"computer","input":{"action":"left_click","coordinate":[10,20]}}`, actions.Click,
+			[]string{`"tool_use_id":"toolu_1"`, `"is_error":true`, "the action ran, but no screenshot could be taken", "the display cannot draw"}},
+		{"openai", `{"type":"computer_call","call_id":"call_1","actions":[{"type":"click","button":"left","x":10,"y":20}],"pending_safety_checks":[]}`, actions.Click,
+			[]string{`"type":"computer_call_output"`, `"call_id":"call_1"`, `"image_url":"data:image/png;base64,`,
+				"the action ran, but no screenshot could be taken", "the display cannot draw", "the latest one taken before it"}},
+		{"openai", openaiFunctionCall("call_2", "list_tabs", nil), actions.ListTabs,
+			[]string{`"type":"function_call_output"`, `"call_id":"call_2"`, `"type":"input_image"`, "the action ran, but no screenshot could be taken"}},
+		{"gemini", `{"functionCall":{"id":"fc_1","name":"click_at","args":{"x":500,"y":300}}}`, actions.Click,
+			[]string{`"functionResponse"`, `"id":"fc_1"`, "the action ran, but no screenshot could be taken"}},
+	}
+	e := newEnv(t, envOpts{fake: true})
+	for i, tt := range tests {
+		t.Run(tt.provider, func(t *testing.T) {
+			id := e.execSession(tt.provider, map[string]any{"supervise": "none"})
+			e.mu.Lock()
+			fake := e.fakes[len(e.fakes)-1]
+			e.mu.Unlock()
+			fake.FailCaptures(func() error { return errors.New("the display cannot draw") })
+			code, out := e.postRaw("/executor/sessions/"+id+"/call?wait=30s", tt.call)
+			if code != http.StatusOK {
+				t.Fatalf("call %d = %d %.500s, want 200", i, code, shorter(out))
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(string(out), s) {
+					t.Errorf("answer lacks %q: %.800s", s, shorter(out))
+				}
+			}
+			if p := fake.Performed(); len(p) == 0 || p[len(p)-1].Kind != tt.kind {
+				t.Errorf("the display performed %+v, want the call's %v last", p, tt.kind)
 			}
 		})
 	}

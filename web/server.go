@@ -211,16 +211,17 @@ const MaxBody = 1 << 20
 // Server is a running `spotter serve`: its store, its sessions and its
 // HTTP handler. The caller must call Close.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	st     store.Store
-	ownSt  bool
-	mgr    *session.Manager
-	token  string
-	engine *gin.Engine
-	assets fs.FS
-	cop    *http.CrossOriginProtection
-	limits limiter // rate limits (ratelimit.go)
+	cfg     Config
+	log     *slog.Logger
+	st      store.Store
+	ownSt   bool
+	mgr     *session.Manager
+	token   string
+	engine  *gin.Engine
+	handler http.Handler // engine in each request's span (traced)
+	assets  fs.FS
+	cop     *http.CrossOriginProtection
+	limits  limiter // rate limits (ratelimit.go)
 
 	mcp  *mcp.Server
 	mcpH http.Handler // mcp's streamable HTTP handler, which holds the MCP sessions
@@ -336,6 +337,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.assets = panel.FS
 	s.engine = s.routes()
+	s.handler = traced(s.engine)
 	return s, nil
 }
 
@@ -382,7 +384,7 @@ func (s *Server) Replica() string {
 func (s *Server) Token() string { return s.token }
 
 // Handler returns the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // ListenAndServe listens on Config.Addr and serves until ctx is done; see
 // Serve.
@@ -408,7 +410,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.listening(ln.Addr())
 	h := s.cfg.HTTP
-	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
 		IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
 		BaseContext: func(net.Listener) context.Context { return ctx }} // streams end with ctx
 	errc := make(chan error, 1)
@@ -505,7 +507,7 @@ func (s *Server) opener(maxRestarts int) func(context.Context, session.Spec) (se
 			if errors.Is(err, wiring.ErrConnect) {
 				// Where the client pointed the display; the cause, which
 				// may name this host's files, goes to the log.
-				s.log.Warn("open a session's display", "err", err)
+				s.log.WarnContext(ctx, "open a session's display", "err", err)
 				return nil, fmt.Errorf("%w: the display server the session names (display.address or display.ws_endpoint) did not answer",
 					session.ErrBadRequest)
 			}
@@ -662,7 +664,7 @@ func (s *Server) answer(c *gin.Context) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic", "method", c.Request.Method, "path", c.FullPath(), "panic", v, "stack", string(debug.Stack()))
+			s.log.ErrorContext(c.Request.Context(), "panic", "method", c.Request.Method, "path", c.FullPath(), "panic", v, "stack", string(debug.Stack()))
 			if w.ResponseWriter.Written() {
 				panic(http.ErrAbortHandler) // cut the answer short: the client sees it break
 			}
@@ -670,6 +672,10 @@ func (s *Server) answer(c *gin.Context) {
 			c.Abort()
 		}
 		w.finish()
+		// What the handler wrote may still be in net/http's buffer, which
+		// it flushes once the request's span and log are done: that last
+		// write gets a whole WriteTimeout too.
+		w.deadline()
 	}()
 	c.Next()
 }

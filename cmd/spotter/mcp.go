@@ -44,7 +44,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	maxSessions := fs.Int("max-sessions", 8, "most sessions open at once")
 	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions (a chromium --display), "+
 		"each session a browser context of its own (about 24 MB a session instead of 84); 0: a browser per session")
-	verbose := fs.Bool("v", false, "log to stderr")
+	logs := addLogFlags(fs, "log to stderr")
 	isolation := fs.String("isolate", "auto", "where sessions' displays run: containerd (a sandbox per session), local (a "+
 		"host browser behind an egress proxy of the session's own), none (a host browser, no proxy), or auto (containerd "+
 		"when its daemon's socket exists, else local; local with --browsers). Under containerd and local a session reaches "+
@@ -103,11 +103,10 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return exitError{2, fmt.Errorf("--out: %w", err)}
 		}
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	log, err := logs.logger(stderr)
+	if err != nil {
+		return exitError{2, err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	start := *startURL
 	if !disp.Browser() {

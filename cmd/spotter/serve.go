@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -51,7 +53,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rulesFile := fs.String("rules", "", "the server's approval rules: a YAML file in the schema of package approvals "+
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
 		"at /mcp and to every session whose spec brings no rules of its own (approvals.rules)")
-	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
+	logs := addLogFlags(fs, "log requests and sessions' progress to stderr")
 	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions' chromium displays, each "+
 		"session a browser context of its own behind its own egress proxy (about 24 MB a session instead of 84); 0: a "+
 		"browser per session. Host browsers only: --isolate local or none (auto then means local)")
@@ -81,6 +83,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		retain = r
 		return err
 	})
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on a listener of its own "+
+		"without credentials (no session ids or URLs are in them; keep the port to the monitoring network), such as :9090; "+
+		"empty: none (docs/OPERATIONS.md)")
 	var allowBase []string
 	fs.Func("allow-base-url", "a model base URL (http(s)://host[:port][/path]) the server may send its own provider keys to, "+
 		"besides each provider's official endpoint and the *_BASE_URL variables; repeatable. A session naming any other "+
@@ -121,11 +126,30 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if tok == "" {
 		tok = os.Getenv("SPOTTER_TOKEN")
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	log, err := logs.logger(stderr)
+	if err != nil {
+		return exitError{2, err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	host, _ := os.Hostname()
+	stopTracing, tracing, err := startTracing(ctx, os.Getenv, cmp.Or(*replicaID, cmp.Or(host, "spotter")+"-"+strconv.Itoa(os.Getpid())),
+		versionString(), log)
+	if err != nil {
+		return exitError{2, err}
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			fmt.Fprintln(stderr, "spotter: send the last spans:", err)
+		}
+	}()
+	var metrics *metricsServer
+	if *metricsAddr != "" {
+		if metrics, err = listenMetrics(*metricsAddr); err != nil {
+			return exitError{2, fmt.Errorf("--metrics-addr: %w", err)}
+		}
+		defer metrics.close()
+	}
 
 	serveTLS, peerTLS, err := replicaTLS(*tlsCert, *tlsKey, *peerCA, *peerName, *advertise)
 	if err != nil {
@@ -193,6 +217,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return exitError{2, errors.Join(err, srv.Close(context.WithoutCancel(ctx)))}
 	}
+	if metrics != nil {
+		fmt.Fprintf(stdout, "spotter: metrics at http://%s/metrics\n", metrics.addr)
+	}
 	fmt.Fprintf(stdout, "spotter: listening on %s://%s\n", scheme, ln.Addr())
 	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at %s://%s/mcp\n", scheme, ln.Addr())
 	if tok == "" {
@@ -202,6 +229,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if r := srv.Replica(); r != "" {
 		fmt.Fprintf(stdout, "spotter: replica %s, reached at %s\n", r, cluster.Advertise)
+	}
+	if tracing {
+		fmt.Fprintln(stdout, "spotter: tracing to the OTLP endpoint of the OTEL_* variables")
 	}
 
 	// The HTTP server outlives the signal: while draining, the sessions
@@ -335,4 +365,38 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// metricsServer serves /metrics (web.MetricsHandler) on a listener of its
+// own, until close.
+type metricsServer struct {
+	addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+func listenMetrics(addr string) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", web.MetricsHandler())
+	m := &metricsServer{addr: ln.Addr().String(), done: make(chan struct{}),
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: time.Minute}}
+	go func() {
+		defer close(m.done)
+		_ = m.srv.Serve(ln) // ErrServerClosed once close shuts it down
+	}()
+	return m, nil
+}
+
+// close shuts the listener down, giving a scrape under way a few seconds.
+func (m *metricsServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.srv.Shutdown(ctx); err != nil {
+		_ = m.srv.Close()
+	}
+	<-m.done
 }

@@ -14,9 +14,16 @@ import (
 )
 
 // PixelsPerScrollClick is how far one click of scroll_amount scrolls, in
-// image pixels: the 53 px Chromium on Linux scrolls per wheel notch (its
-// kWheelScrollAmount, the value GTK uses too). It equals CSS pixels when the
-// sent image has the viewport's CSS size, which is how Spotter captures.
+// pixels of the image the model was sent: the 53 px Chromium on Linux
+// scrolls per wheel notch (its kWheelScrollAmount, the value GTK uses too).
+// Like every distance a model gives, it is mapped to CSS pixels by the
+// image's scale (screen.Frame.Map): a click is one notch only when the
+// image has the viewport's CSS size. An Anthropic client is sent a smaller
+// image whenever the viewport is larger than its size rule lets through
+// (screen.RuleFor: a 1920x1080 viewport is sent at 1456x819) or it asks for
+// one (an executor session's display.image); there a click scrolls
+// 53 x 1920/1456 = 70 CSS px, 1.3 notches: the distance the model sees on
+// its image.
 const PixelsPerScrollClick = 53
 
 // MaxScrollClicks bounds scroll_amount.

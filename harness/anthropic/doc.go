@@ -22,7 +22,9 @@
 //   - Each version decodes only its own actions; unknown actions and calls
 //     of undeclared tools come back as Calls with DecodeErr, never dropped.
 //   - scroll_amount counts wheel clicks; one click is PixelsPerScrollClick
-//     (53) image pixels, what Chromium on Linux scrolls per wheel notch.
+//     (53) pixels of the sent image, what Chromium on Linux scrolls per
+//     wheel notch at full size: on a smaller image (a 1920x1080 viewport
+//     is sent at 1456x819) a click scrolls 70 CSS px.
 //   - Modifiers held during a click or scroll come from "text" (never from a
 //     "key" field).
 //   - A turn that stopped at max_tokens never runs: every call in it comes

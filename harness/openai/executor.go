@@ -227,6 +227,12 @@ func outputType(p pending) string {
 	return "computer_call_output"
 }
 
+// NeedsShot reports whether the output item answering c must hold a
+// screenshot: every call but an application-side tool's. When none could
+// be taken after c, the caller answers with the latest one taken before
+// it, and says so in r's notes.
+func NeedsShot(c harness.Call) bool { return c.Input == nil }
+
 // ResultMessage is the text a computer_call_output cannot carry (r's error,
 // notes, pointer position and display events), as the user message item
 // that the Model sends after the outputs: "computer_call <id>: <text>" per

@@ -12,6 +12,14 @@
 //	CDP frame-control\n
 //	        → the same with chromium-headless-shell started with begin-frame
 //	          control, for screen/cdp's FrameControl mode
+//	PUT SIZE NAME\n
+//	        → the agent answers "OK ready" (or "ERR reason": a NAME that is
+//	          not a base name, a SIZE over MaxFileBytes), then reads exactly
+//	          SIZE bytes, writes them to a file NAME in a new directory of
+//	          its own below Config.ProfileDir, and answers "OK path=PATH",
+//	          the file's path inside the sandbox (or "ERR reason"): how a
+//	          file of the host reaches the sandbox's browser, which cannot
+//	          see the host's file system
 //	VNC WxH [argv]\n
 //	        → the agent starts a fresh desktop of that size (Xvnc with Openbox
 //	          and an xterm, screen/vnc/desktop; argv, a JSON array of strings,
@@ -49,12 +57,15 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/vnc/desktop"
 )
 
@@ -78,9 +89,6 @@ var DefaultChromium = []string{"/usr/lib/chromium/chromium", "chromium", "chromi
 // order; Debian's /usr/bin script runs the binary without exec, so the
 // binary comes first.
 var DefaultShell = []string{"/usr/lib/chromium/chromium-headless-shell", "chromium-headless-shell"}
-
-// frameControlFlags start a headless shell whose frames the host drives.
-var frameControlFlags = []string{"--enable-begin-frame-control", "--run-all-compositor-stages-before-draw", "--disable-checker-imaging"}
 
 // Config configures the agent.
 type Config struct {
@@ -123,6 +131,7 @@ type Agent struct {
 	conns    map[net.Conn]struct{}
 	closed   bool
 	browsers int
+	uploads  []string // directories of files PUT requests brought, removed when Serve ends
 }
 
 // Listen checks cfg, finds Chromium and listens on cfg.Socket and
@@ -175,6 +184,9 @@ func (a *Agent) Serve(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
+	for _, dir := range a.uploads {
+		os.RemoveAll(dir)
+	}
 	return nil
 }
 
@@ -240,12 +252,100 @@ func (a *Agent) serve(c net.Conn) {
 		}
 		a.browser(c, br, true)
 	default:
+		if size, name, ok := parsePut(strings.TrimSpace(line)); ok {
+			a.put(c, br, size, name)
+			return
+		}
 		if size, apps, ok := parseVNC(strings.TrimSpace(line)); ok {
 			a.desktop(c, br, size, apps)
 			return
 		}
 		fmt.Fprintf(c, "ERR unknown request %q\n", clip(strings.TrimSpace(line)))
 	}
+}
+
+// MaxFileBytes bounds one file a PUT request brings into the sandbox. The
+// sandbox's temporary directories are memory (tmpfs), counted against its
+// memory limit.
+const MaxFileBytes = 100 << 20
+
+// parsePut reads a "PUT SIZE NAME" request.
+func parsePut(line string) (int64, string, bool) {
+	rest, ok := strings.CutPrefix(line, "PUT ")
+	if !ok {
+		return 0, "", false
+	}
+	num, name, ok := strings.Cut(rest, " ")
+	size, err := strconv.ParseInt(num, 10, 64)
+	if !ok || err != nil || size < 0 {
+		return 0, "", false
+	}
+	return size, name, true
+}
+
+// put receives one file for the connection c: size bytes from br, written
+// to a file name in a new directory, whose path it answers.
+func (a *Agent) put(c net.Conn, br *bufio.Reader, size int64, name string) {
+	if err := checkFileName(name); err != nil {
+		fmt.Fprintf(c, "ERR %v\n", err)
+		return
+	}
+	if size > MaxFileBytes {
+		fmt.Fprintf(c, "ERR the file is %d bytes, more than the %d a sandbox takes\n", size, int64(MaxFileBytes))
+		return
+	}
+	dir, err := os.MkdirTemp(a.cfg.ProfileDir, "upload-")
+	if err != nil {
+		fmt.Fprintf(c, "ERR upload directory: %v\n", err)
+		return
+	}
+	a.mu.Lock()
+	a.uploads = append(a.uploads, dir)
+	a.mu.Unlock()
+	if _, err := fmt.Fprintf(c, "OK ready\n"); err != nil {
+		return
+	}
+	path := filepath.Join(dir, name)
+	err = writeFile(path, io.LimitReader(br, size), size)
+	if err != nil {
+		os.RemoveAll(dir)
+		fmt.Fprintf(c, "ERR %s: %v\n", name, err)
+		return
+	}
+	a.log.Info("file received", "path", path, "bytes", size)
+	fmt.Fprintf(c, "OK path=%s\n", path)
+}
+
+// writeFile writes exactly size bytes of r to a new file at path.
+func writeFile(path string, r io.Reader, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n != size {
+		err = fmt.Errorf("got %d of %d bytes", n, size)
+	}
+	return err
+}
+
+// checkFileName accepts a file's base name: not empty, no directory, no
+// leading dot, no control character, at most 255 bytes.
+func checkFileName(name string) error {
+	switch {
+	case name == "" || len(name) > 255:
+		return fmt.Errorf("file name of %d bytes: want 1 to 255", len(name))
+	case strings.ContainsAny(name, "/\\") || name != filepath.Base(name):
+		return fmt.Errorf("file name %q has a directory", clip(name))
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("file name %q starts with a dot", clip(name))
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("file name %q has a control character", clip(name))
+	}
+	return nil
 }
 
 // desktopApps are the apps of a sandbox's desktop that names none: a
@@ -416,31 +516,17 @@ func (a *Agent) browser(c net.Conn, br *bufio.Reader, frameControl bool) {
 	}
 }
 
-// flags are the browser's command line for the profile directory dir.
+// flags are the browser's command line for the profile directory dir:
+// screen/cdp's, as on the host, then the pipe, the profile and the proxy.
 func (a *Agent) flags(dir string, frameControl bool) []string {
-	f := []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
-		"--hide-scrollbars", "--mute-audio",
-		"--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--disable-breakpad", "--disable-extensions",
-		"--disable-default-apps", "--disable-client-side-phishing-detection",
-		"--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
-		"--disable-renderer-backgrounding", "--disable-hang-monitor",
-		"--disable-ipc-flooding-protection", "--disable-popup-blocking", "--disable-prompt-on-repost",
-		"--disable-features=Translate,BlinkGenPropertyTrees",
-		"--enable-features=NetworkService,NetworkServiceInProcess",
-		"--force-color-profile=srgb", "--metrics-recording-only", "--safebrowsing-disable-auto-update",
-		"--password-store=basic", "--use-mock-keychain", "--enable-automation",
-		"--remote-debugging-pipe",
-		"--user-data-dir=" + dir,
+	mode := cdp.Screencast
+	if frameControl {
+		mode = cdp.FrameControl
 	}
+	f := append(cdp.CommandLine(mode), "--remote-debugging-pipe", "--user-data-dir="+dir)
 	if a.cfg.ProxyAddr != "" {
 		f = append(f, "--proxy-server=http://"+a.cfg.ProxyAddr, "--proxy-bypass-list=<-loopback>",
 			"--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
-	}
-	if frameControl {
-		f = append(f, frameControlFlags...)
 	}
 	f = append(f, a.cfg.Flags...)
 	return append(f, "about:blank")

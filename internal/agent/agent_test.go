@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spotter-harness/spotter/screen/cdp"
 )
 
 // fakeEnv makes the test binary act as a browser: it writes its arguments
@@ -238,9 +240,80 @@ func TestFrameControlBrowser(t *testing.T) {
 	}
 	defer c.Close()
 	args := strings.Fields(readMsg(t, bufio.NewReader(c)))
-	for _, want := range frameControlFlags {
+	// The sandbox's browser runs with the host's command line (a flag
+	// missing here once left wheel turns without a frame for good).
+	for _, want := range cdp.CommandLine(cdp.FrameControl) {
 		if !slices.Contains(args, want) {
 			t.Errorf("frame-control browser arguments %q lack %q", args, want)
 		}
 	}
+}
+
+// A PUT request brings a file into the sandbox: the agent writes exactly
+// the bytes sent to a new file of the name given, and answers its path;
+// names with a directory or a leading dot, files over the limit and cut
+// transfers are refused.
+func TestPutFile(t *testing.T) {
+	cfg := startAgent(t, Config{})
+	uid := os.Getuid()
+	data := []byte("hello upload\n")
+	path, err := PutFile(t.Context(), cfg.Socket, uid, "hello.txt", int64(len(data)), bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("PutFile(hello.txt) = %v", err)
+	}
+	if filepath.Base(path) != "hello.txt" || !strings.HasPrefix(path, cfg.ProfileDir+"/") {
+		t.Errorf("PutFile(hello.txt) = %q, want a file hello.txt below %s", path, cfg.ProfileDir)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the file PutFile made holds %q (%v), want %q", got, err, data)
+	}
+	again, err := PutFile(t.Context(), cfg.Socket, uid, "hello.txt", 1, strings.NewReader("x"))
+	if err != nil || again == path {
+		t.Errorf("a second PutFile(hello.txt) = %q, %v; want another path than %q", again, err, path)
+	}
+	if _, err := PutFile(t.Context(), cfg.Socket, uid, "short.txt", 10, strings.NewReader("abc")); err == nil || !strings.Contains(err.Error(), "3 of the 10 bytes") {
+		t.Errorf("PutFile(10 bytes said, 3 sent) = %v, want an error saying so", err)
+	}
+	for _, tt := range []struct {
+		name string
+		size int64
+		body string
+		want string
+	}{
+		{"../etc/passwd", 1, "x", "has a directory"},
+		{"a/b", 1, "x", "has a directory"},
+		{".bashrc", 1, "x", "starts with a dot"},
+		{"big.bin", MaxFileBytes + 1, "", "more than"},
+		{"short.txt", 10, "abc", "got 3 of 10 bytes"},
+	} {
+		var err error
+		if tt.name == "short.txt" {
+			// A client that sends fewer bytes than it said and closes
+			// its side (PutFile itself refuses to).
+			err = putShort(t, cfg.Socket, tt.name, tt.size, tt.body)
+		} else {
+			_, err = PutFile(t.Context(), cfg.Socket, uid, tt.name, tt.size, strings.NewReader(tt.body))
+		}
+		if !errors.Is(err, ErrAgent) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("PutFile(%q, %d bytes) = %v, want ErrAgent saying %q", tt.name, tt.size, err, tt.want)
+		}
+	}
+}
+
+// putShort sends a PUT request whose body is shorter than its size, then
+// closes its writing side, and reads the answer.
+func putShort(t *testing.T, socket, name string, size int64, body string) error {
+	t.Helper()
+	c, err := dial(t.Context(), socket, -1, fmt.Sprintf("PUT %d %s", size, name))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := answer(t.Context(), c, "PUT "+name); err != nil {
+		return err
+	}
+	io.WriteString(c, body)
+	c.(*net.UnixConn).CloseWrite()
+	_, err = answer(t.Context(), c, "PUT "+name)
+	return err
 }

@@ -307,15 +307,15 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	case closed:
 		return "", err
 	case tooMany:
-		g.s.log.Warn("display died again; not relaunched", "relaunches", maxRelaunches, "within", relaunchWindow, "err", err)
+		g.s.log.WarnContext(ctx, "display died again; not relaunched", "relaunches", maxRelaunches, "within", relaunchWindow, "err", err)
 		return "", fmt.Errorf("%w (the browser was started anew %d times in %v already)", err, maxRelaunches, relaunchWindow)
 	}
 	if cerr := dead.Close(context.WithoutCancel(ctx)); cerr != nil {
-		g.s.log.Warn("close a dead display", "err", cerr)
+		g.s.log.WarnContext(ctx, "close a dead display", "err", cerr)
 	}
 	d, lerr := g.s.launch(ctx)
 	if lerr != nil {
-		g.s.log.Error("relaunch a dead display", "err", lerr, "cause", err)
+		g.s.log.ErrorContext(ctx, "relaunch a dead display", "err", lerr, "cause", err)
 		return "", fmt.Errorf("%w; starting the browser anew failed", err)
 	}
 	g.mu.Lock()
@@ -326,7 +326,7 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	if url == "" {
 		url = g.s.spec.StartURL
 	}
-	g.s.log.Warn("display relaunched", "cause", err, "url", url)
+	g.s.log.WarnContext(ctx, "display relaunched", "cause", err, "url", url)
 	if !g.s.spec.Display.Browser() {
 		return fmt.Sprintf("The %s display died (%s). A fresh one was started; whatever was open on the old one is gone.",
 			g.s.spec.Display.Backend, g.s.m.scrub(err.Error())), nil

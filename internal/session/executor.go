@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/internal/wiring"
@@ -90,7 +92,10 @@ type execModel struct {
 type execCall struct {
 	call harness.Call // as stored: see boundRaw
 	hash [sha256.Size]byte
-	done chan struct{} // closed when result is set
+	// trace is the trace of the request that posted the call: the turn
+	// that answers it continues it.
+	trace oteltrace.SpanContext
+	done  chan struct{} // closed when result is set
 	// result answers the call. Once shot (its screenshot's file, relative
 	// to the session's directory) is known, the screenshot's bytes stay
 	// in memory only while this is the session's latest answered call;
@@ -147,7 +152,7 @@ func (m *execModel) Next(ctx context.Context, in harness.Input) (harness.Turn, e
 		m.mu.Lock()
 		m.cur = c
 		m.mu.Unlock()
-		return harness.Turn{Calls: []harness.Call{c.call}, Stop: harness.StopToolUse}, nil
+		return harness.Turn{Calls: []harness.Call{c.call}, Stop: harness.StopToolUse, Trace: c.trace}, nil
 	case <-ctx.Done():
 		return harness.Turn{}, context.Cause(ctx)
 	}
@@ -366,6 +371,9 @@ type codec struct {
 	decode  func(raw json.RawMessage, display screen.Size) (harness.Call, error)
 	encode  func(c harness.Call, r harness.Result) (json.RawMessage, error)
 	message func(c harness.Call, r harness.Result) json.RawMessage
+	// needsShot says which results encode cannot write without a
+	// screenshot; nil means none.
+	needsShot func(c harness.Call) bool
 }
 
 // codecFor returns the codec of an executor session's provider
@@ -375,7 +383,7 @@ func codecFor(provider, model string) (codec, error) {
 	if err != nil {
 		return codec{}, fmt.Errorf("%w: unknown provider %q", ErrBadRequest, provider)
 	}
-	return codec{decode: c.Decode, encode: c.Encode, message: c.Message}, nil
+	return codec{decode: c.Decode, encode: c.Encode, message: c.Message, needsShot: c.NeedsShot}, nil
 }
 
 // First returns the screenshot an executor session starts with, waiting
@@ -427,7 +435,7 @@ func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Durat
 		call.DecodeErr = derr
 	}
 	call = meaning(s.spec.Provider, call)
-	c := &execCall{call: call, hash: sha256.Sum256(canonical(raw)), done: make(chan struct{})}
+	c := &execCall{call: call, hash: sha256.Sum256(canonical(raw)), done: make(chan struct{}), trace: oteltrace.SpanContextFromContext(ctx)}
 	m := s.exec
 	m.mu.Lock()
 	old, seen := m.byID[call.ID]
@@ -714,6 +722,9 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 	if r.Err != nil {
 		r.Err = harness.ResultErr(s.m.scrubDir(r.Err.Error()))
 	}
+	if r.Shot == nil && cd.needsShot != nil && cd.needsShot(c.call) {
+		r = s.withEarlierShot(r)
+	}
 	native, err := cd.encode(c.call, r)
 	if err != nil {
 		if c.call.DecodeErr != nil {
@@ -743,6 +754,29 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 		res.Frame = r.Shot.Frame
 	}
 	return res, nil
+}
+
+// withEarlierShot gives r, which has no screenshot (none could be taken
+// after its call), the latest one taken before it, or a blank one if there
+// is none, and says so in its notes: for a format whose result must hold an
+// image (OpenAI's), so that the client still learns what ran and why no
+// screenshot came.
+func (s *Session) withEarlierShot(r harness.Result) harness.Result {
+	shot, ok := s.disp.latest()
+	note := "No new screenshot could be taken after this call; this is the latest one taken before it."
+	if !ok {
+		size := s.spec.Display.Size()
+		data, err := screen.BlankImage(size, screen.PNG, 0)
+		if err != nil {
+			return r // the encoder says what is missing
+		}
+		shot = screen.Shot{Frame: screen.Frame{Viewport: size, Sent: size, Format: screen.PNG}, Data: data}
+		note = "No screenshot could be taken after this call, nor one before it; this image is blank."
+	}
+	shot.Events = nil
+	r.Shot = &shot
+	r.Notes = append(append([]string(nil), r.Notes...), note)
+	return r
 }
 
 func (m *execModel) endReason() string {

@@ -189,7 +189,7 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 		// The run had not had a model turn yet (the process died in the
 		// model's first call): it starts again, in a trace directory of
 		// its own.
-		s.start(s.saved.Task, nil)
+		s.start(context.Background(), s.saved.Task, nil) // no request started it: a trace of its own
 	default:
 		s.rec.Status = store.StatusIdle
 		s.save()
@@ -293,7 +293,7 @@ func callName(cs []savedCall, id string) string {
 // held.
 func (s *Session) startResumed(r *harness.Resume) {
 	calls, order, stopSent := s.calls, s.callOrder, s.stopSent
-	s.start("", r)
+	s.start(context.Background(), "", r) // no request started it: a trace of its own
 	s.calls, s.callOrder, s.stopSent = calls, order, stopSent
 	s.rec.Status = store.StatusRunning
 	if stopSent {

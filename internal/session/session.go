@@ -29,6 +29,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
@@ -178,6 +181,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.q = approvals.NewQueue(approvals.QueueConfig{OnRequest: m.onRequest, OnDecision: m.onDecision, OnEvent: m.onEvent})
 	m.wg.Go(func() { m.sweep(time.Minute) })
+	metricSessions.add(m)
 	return m, nil
 }
 
@@ -194,6 +198,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	m.stop(errShutdown)
 	m.wg.Wait()
+	metricSessions.remove(m)
 	var errs []error
 	for _, s := range ss {
 		errs = append(errs, s.closeDisplay(ctx))
@@ -412,6 +417,7 @@ func (m *Manager) Create(ctx context.Context, kind string, spec Spec, by string)
 		_ = s.closeDisplay(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	metricCreated.WithLabelValues(kind).Inc()
 	s.emit(EventSession, map[string]string{"sessionId": id})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -423,12 +429,12 @@ func (m *Manager) Create(ctx context.Context, kind string, spec Spec, by string)
 				s.appendMessage("user", msg.Content, "")
 				task = append(task, msg.text())
 			}
-			s.start(strings.Join(task, "\n\n"), nil)
+			s.start(ctx, strings.Join(task, "\n\n"), nil)
 		}
 	case KindExecutor:
 		s.exec = newExecModel()
 		s.model = s.exec
-		s.start("", nil)
+		s.start(ctx, "", nil)
 	}
 	return s, nil
 }
@@ -483,6 +489,10 @@ type callState struct {
 	state  int
 	rec    store.ToolCall // as stored, so that a status change needs no read
 }
+
+// SpanSessionID is the span attribute that names a session, on the spans
+// of its turns.
+const SpanSessionID = "spotter.session.id"
 
 // Session is one session. Its methods are safe for concurrent use.
 type Session struct {
@@ -764,8 +774,10 @@ func (s *Session) setCallStatusTo(b *batch, id, status string, result any) {
 }
 
 // start begins a run in a goroutine the Manager owns. s.mu is held and no
-// run is active.
-func (s *Session) start(task string, resume *harness.Resume) {
+// run is active. ctx is what started the run (a client's request): the
+// run outlives it and keeps only its trace, which the run's turns
+// continue.
+func (s *Session) start(ctx context.Context, task string, resume *harness.Resume) {
 	s.running = true
 	s.rec.Status = store.StatusRunning
 	s.rec.Error = ""
@@ -787,7 +799,11 @@ func (s *Session) start(task string, resume *harness.Resume) {
 		}
 	}
 	s.save()
+	parent := oteltrace.SpanContextFromContext(ctx)
 	ctx, cancel := context.WithCancelCause(s.m.base)
+	if parent.IsValid() {
+		ctx = oteltrace.ContextWithSpanContext(ctx, parent)
+	}
 	done := make(chan struct{})
 	s.cancel, s.runDone = cancel, done
 	s.m.wg.Go(func() {
@@ -829,21 +845,25 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		return
 	}
 	cfg := harness.Config{
-		Model:     s.model,
-		OnTurn:    func(t harness.Turn, r harness.Redactor) { s.onTurn(dir, t, r) },
-		Display:   disp,
-		Task:      task,
-		Policy:    *s.spec.Policy,
-		Capture:   screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
-		MaxSteps:  s.spec.MaxSteps,
-		Approver:  approver,
-		Inspector: inspector(disp.dom()),
-		OnEvent:   func(e trace.Event) { s.onEvent(dir, e) },
-		OnIntent:  s.onIntent,
-		Resume:    resume,
-		Trace:     tw,
-		ModelName: strings.Trim(s.spec.Model.Provider+"/"+s.spec.Model.Name, "/"),
-		Logger:    s.log,
+		Model:          s.model,
+		OnTurn:         func(t harness.Turn, r harness.Redactor) { s.onTurn(dir, t, r) },
+		Display:        disp,
+		Task:           task,
+		Policy:         *s.spec.Policy,
+		Capture:        screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
+		MaxSteps:       s.spec.MaxSteps,
+		Approver:       approver,
+		Inspector:      inspector(disp.dom()),
+		OnEvent:        func(e trace.Event) { s.onEvent(dir, e) },
+		OnIntent:       s.onIntent,
+		Resume:         resume,
+		Trace:          tw,
+		ModelName:      strings.Trim(s.spec.Model.Provider+"/"+s.spec.Model.Name, "/"),
+		Logger:         s.log,
+		SpanAttributes: []attribute.KeyValue{attribute.String(SpanSessionID, s.id), attribute.String("spotter.session.kind", s.kind)},
+	}
+	if p := s.spec.Model.Provider; p != ProviderScript && p != ProviderDemo {
+		cfg.Provider, cfg.ModelID = p, s.spec.Model.Name
 	}
 	if len(s.spec.Tools) > 0 {
 		cfg.Client = clientTools{s}
@@ -852,6 +872,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		cfg.MaxSteps = 1 << 20
 		cfg.RepeatWarn, cfg.RepeatStop = 1<<30, 1<<30
 		cfg.ModelName = "executor/" + s.spec.Provider
+		cfg.Provider, cfg.ModelID = "", "" // the client asks its model
 	}
 	out, err := harness.Run(ctx, cfg)
 	s.mu.Lock()
@@ -870,7 +891,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	cause := context.Cause(ctx)
 	if errors.Is(cause, ErrStopped) || (s.kind == KindExecutor && !errors.Is(cause, errShutdown)) {
 		if err := s.closeDisplay(context.WithoutCancel(ctx)); err != nil {
-			s.log.Warn("close display", "err", err)
+			s.log.WarnContext(ctx, "close display", "err", err)
 		}
 	}
 	s.finish(ctx, out)
@@ -908,7 +929,7 @@ func (s *Session) finish(ctx context.Context, out harness.Outcome) {
 	clear(s.answers)
 	// What a client reads of the error never names the server's files.
 	if out.Err != "" {
-		s.log.Warn("run ended", "stop", out.Stop, "err", out.Err)
+		s.log.WarnContext(ctx, "run ended", "stop", out.Stop, "err", out.Err)
 	}
 	stop := TurnStopEvent{Error: s.m.scrub(out.Err)}
 	switch out.Stop {
@@ -1439,7 +1460,7 @@ func (s *Session) Post(ctx context.Context, msgs []InMessage, by string) error {
 			s.appendMessage("user", m.Content, "")
 			task = append(task, m.text())
 		}
-		s.start(strings.Join(task, "\n\n"), nil)
+		s.start(ctx, strings.Join(task, "\n\n"), nil)
 		return nil
 	}
 	s.maybeStop()

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"time"
 
+	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/isolate/local"
@@ -150,7 +151,7 @@ func startPlaywright(ctx context.Context, req DisplayRequest) (inner, isolate.Sa
 		}
 		sc.Logger = cmp.Or(sc.Logger, req.Logger)
 		var err error
-		if sb, err = local.Start(ctx, sc); err != nil {
+		if sb, err = startLocal(ctx, sc); err != nil {
 			return nil, nil, err
 		}
 		cfg.Flags = append(cfg.Flags, "--proxy-server=http://"+sb.ProxyAddr(), "--proxy-bypass-list=<-loopback>",
@@ -187,6 +188,11 @@ func (v *vncDisplay) Capture(ctx context.Context, o screen.CaptureOptions) (scre
 
 func (v *vncDisplay) Perform(ctx context.Context, m screen.Mapped) error {
 	err := v.d.Perform(ctx, m)
+	if errors.Is(err, screen.ErrUnsupported) && m.Action.Kind == actions.Upload {
+		return fmt.Errorf("%w (this display is a VNC desktop: its apps open file dialogs of their own, on the desktop's "+
+			"own file system, which the files this session makes available are not on; choose a file the desktop has "+
+			"in its dialog with the mouse and keyboard)", err)
+	}
 	if errors.Is(err, screen.ErrUnsupported) {
 		return fmt.Errorf("%w (this display is a VNC desktop, not a browser: it has no URL, tabs, history, dialogs "+
 			"or file chooser of its own, and Spotter cannot see its elements; act with the mouse and keyboard)", err)

@@ -164,6 +164,9 @@ type Codec struct {
 	// Message, when set, is the text the result item has no place for
 	// (OpenAI's computer_call_output); nil otherwise.
 	Message func(c harness.Call, r harness.Result) json.RawMessage
+	// NeedsShot, when set, says which results Encode cannot write without
+	// a screenshot (OpenAI's outputs must hold an image); nil means none.
+	NeedsShot func(c harness.Call) bool
 }
 
 // CodecFor returns the codec of provider's wire format, for model (which
@@ -179,7 +182,7 @@ func CodecFor(provider, model string) (Codec, error) {
 		encode := func(c harness.Call, r harness.Result) (json.RawMessage, error) {
 			return openai.EncodeResultFor(model, c, r)
 		}
-		return Codec{Decode: openai.DecodeCall, Encode: encode, Message: openai.ResultMessage}, nil
+		return Codec{Decode: openai.DecodeCall, Encode: encode, Message: openai.ResultMessage, NeedsShot: openai.NeedsShot}, nil
 	case "gemini":
 		set := gemini.FunctionsAuto
 		if model != "" {

@@ -293,6 +293,9 @@ func (s *Sandbox) Browser(ctx context.Context, cfg cdp.Config) (*cdp.Browser, er
 		return nil, err
 	}
 	frames := cfg.Mode == cdp.FrameControl || cfg.Mode == cdp.ModeAuto && s.r.hasShell
+	// The browser sees the sandbox's files, not the host's: an upload
+	// hands it copies.
+	cfg.StageFiles = s.PutFiles
 	cfg.Mode = cdp.Screencast
 	if frames {
 		cfg.Mode = cdp.FrameControl
@@ -308,6 +311,65 @@ func (s *Sandbox) Browser(ctx context.Context, cfg cdp.Config) (*cdp.Browser, er
 		return nil, fmt.Errorf("sandbox %s: %w (agent log: %s)", s.id, err, log)
 	}
 	return b, nil
+}
+
+// PutFiles copies files of the host into the sandbox, through its agent
+// (each in a new directory of the sandbox's private temporary storage,
+// which counts against its memory limit), and returns their paths there, in
+// order: what a browser in the sandbox is handed to upload them. A file
+// larger than agent.MaxFileBytes is refused. ctx bounds the copies.
+func (s *Sandbox) PutFiles(ctx context.Context, paths []string) ([]string, error) {
+	if err := s.dead(); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		inside, err := s.putFile(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox %s: %w", s.id, err)
+		}
+		out = append(out, inside)
+	}
+	return out, nil
+}
+
+// putFile copies one file into the sandbox. Its errors name the file, not
+// the host's directories.
+func (s *Sandbox) putFile(ctx context.Context, path string) (string, error) {
+	name := filepath.Base(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("file %q: %w", name, pathless(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("file %q: %w", name, pathless(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("file %q is not a regular file", name)
+	}
+	inside, err := agent.PutFile(ctx, s.sock, int(s.r.cfg.UID), name, fi.Size(), f)
+	switch {
+	case err == nil:
+		return inside, nil
+	case errors.Is(err, agent.ErrAgent) || ctx.Err() != nil:
+		return "", fmt.Errorf("file %q: %w", name, err)
+	}
+	// The agent's socket and its error are the host's business.
+	s.log.Warn("copy a file into the sandbox", "file", name, logKeyErr, err)
+	if derr := s.dead(); derr != nil {
+		return "", fmt.Errorf("file %q: %w", name, derr)
+	}
+	return "", fmt.Errorf("file %q: the sandbox's agent did not take it", name)
+}
+
+// pathless is err without the path an *os.PathError names.
+func pathless(err error) error {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		return pe.Err
+	}
+	return err
 }
 
 // Desktop starts a fresh Linux desktop of the given size in the sandbox

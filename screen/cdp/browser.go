@@ -166,6 +166,12 @@ type Config struct {
 	// are resolved against; empty means the working directory. Which paths
 	// the model may name is the Policy's business (actions.Policy.Files).
 	UploadDir string
+	// StageFiles, when set, copies files of the host to where the browser
+	// runs (a sandbox, whose browser cannot see the host's file system)
+	// and returns the paths the browser knows them by, in order. The
+	// Upload action hands the browser those. Nil means the browser shares
+	// the host's file system.
+	StageFiles func(ctx context.Context, paths []string) ([]string, error)
 }
 
 // Defaults of the download limits.
@@ -209,7 +215,8 @@ type DisplayConfig struct {
 	// sessions share. Without it the display uses the browser's own.
 	Proxy string
 
-	downloadRoot string // Config.DownloadDir
+	downloadRoot string                                                      // Config.DownloadDir
+	stageFiles   func(ctx context.Context, paths []string) ([]string, error) // Config.StageFiles
 }
 
 func (c DisplayConfig) withDefaults(b Config) DisplayConfig {
@@ -226,6 +233,7 @@ func (c DisplayConfig) withDefaults(b Config) DisplayConfig {
 	c.MaxDownloadBytes = cmp.Or(c.MaxDownloadBytes, b.MaxDownloadBytes)
 	c.UploadDir = cmp.Or(c.UploadDir, b.UploadDir)
 	c.downloadRoot = b.DownloadDir
+	c.stageFiles = b.StageFiles
 	return c
 }
 
@@ -284,38 +292,17 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	common, err := parseFlags(CommandLine(mode))
+	if err != nil {
+		return nil, fmt.Errorf("launch chromium: %w", err)
+	}
+	opts := append([]chromedp.ExecAllocatorOption{
 		// The browser gets only the variables it needs (BrowserEnv), never
 		// the tokens and provider keys of the process that starts it.
 		chromedp.NoInheritEnv,
 		chromedp.Env(BrowserEnv(os.Environ())...),
 		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.DisableGPU,
-		chromedp.NoSandbox,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-	)
-	if mode == FrameControl {
-		opts = append(opts,
-			chromedp.Flag("enable-begin-frame-control", true),
-			chromedp.Flag("run-all-compositor-stages-before-draw", true),
-			// Decode images before the frame that shows them, so that a
-			// frame without damage never still waits for a decode.
-			chromedp.Flag("disable-checker-imaging", true),
-			// Run CSS animations and transitions on the main thread.
-			// A compositor-thread animation that ends while frames are
-			// controlled (a spinner hidden as a transition starts) can
-			// leave HeadlessExperimental.beginFrame without an answer
-			// for good: Chromium waits for a frame the renderer never
-			// submits, and refuses every later one as "Another frame is
-			// pending".
-			chromedp.Flag("disable-threaded-animation", true),
-		)
-	}
+	}, common...)
 	opts = append(opts, flags...)
 	log := cfg.Logger.With(logKeyComponent, "chromium", logKeyMode, mode.String())
 	// The browser outlives ctx, so its contexts derive from one that is

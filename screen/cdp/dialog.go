@@ -2,15 +2,18 @@ package cdp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/internal/hitjs"
 )
 
 // Dialog reports the JavaScript dialog open in the active tab, if any. It
@@ -72,8 +75,10 @@ func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
 }
 
 // upload performs the Upload action: it hands files to the open file
-// chooser. The Policy decides which paths the model may name; the display
-// refuses paths it cannot find.
+// chooser, then asks the page's file input what it holds. The Policy
+// decides which paths the model may name; the display refuses paths it
+// cannot find. A browser that does not share the host's file system gets
+// copies (Config.StageFiles).
 func (d *Display) upload(ctx context.Context, files []string) error {
 	fc := d.state.fileChooser()
 	if fc == nil {
@@ -86,12 +91,97 @@ func (d *Display) upload(ctx context.Context, files []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := call(ctx, d, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: abs, BackendNodeID: fc.BackendNodeID}); err != nil {
+	want, err := screen.FilesOf(abs)
+	if err != nil {
+		return err
+	}
+	paths := abs
+	if d.cfg.stageFiles != nil {
+		if paths, err = d.cfg.stageFiles(ctx, abs); err != nil {
+			return fmt.Errorf("upload: copy the files to the browser: %w", err)
+		}
+	}
+	in, err := d.watchInput(ctx, fc)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	if in != "" {
+		defer call(context.WithoutCancel(ctx), d, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: in})
+	}
+	if _, err := call(ctx, d, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: paths, BackendNodeID: fc.BackendNodeID}); err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
 	d.state.clearChooser()
-	d.notes.add("%d file(s) were handed to the file chooser.", len(files))
+	var got []screen.File
+	if in != "" {
+		if got, err = d.inputFiles(ctx, in); err != nil {
+			return fmt.Errorf("upload: the files were handed to the page, but what its file input received is unknown: %w", err)
+		}
+	}
+	note, err := screen.UploadResult(want, got, in != "")
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	d.notes.add("%s", note)
 	return nil
+}
+
+// watchInput starts watching the file input of the chooser fc
+// (hitjs.WatchFiles), from an isolated world that the page's own scripts
+// can neither see nor change, and returns the input's object there, which
+// the caller must release; "" for a chooser of no input element.
+func (d *Display) watchInput(ctx context.Context, fc *page.EventFileChooserOpened) (runtime.RemoteObjectID, error) {
+	if fc.BackendNodeID == 0 {
+		return "", nil
+	}
+	w, err := call(ctx, d, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: fc.FrameID, WorldName: evalWorld})
+	if err != nil {
+		return "", err
+	}
+	node, err := call(ctx, d, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: fc.BackendNodeID, ExecutionContextID: w.ExecutionContextID})
+	if err != nil {
+		return "", err
+	}
+	if node.Object == nil || node.Object.ObjectID == "" {
+		return "", errors.New("the file input is gone")
+	}
+	id := node.Object.ObjectID
+	if _, err := d.callOn(ctx, id, hitjs.WatchFiles); err != nil {
+		call(context.WithoutCancel(ctx), d, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: id})
+		return "", err
+	}
+	return id, nil
+}
+
+// inputFiles answers what the file input in received (hitjs.ReceivedFiles).
+func (d *Display) inputFiles(ctx context.Context, in runtime.RemoteObjectID) ([]screen.File, error) {
+	v, err := d.callOn(ctx, in, hitjs.ReceivedFiles)
+	if err != nil {
+		return nil, err
+	}
+	var files []screen.File
+	if err := json.Unmarshal(v, &files); err != nil {
+		return nil, fmt.Errorf("the answer %s: %v", clipErr(string(v)), err)
+	}
+	return files, nil
+}
+
+// callOn calls the function fn with the object id as its argument, and
+// returns its value as JSON.
+func (d *Display) callOn(ctx context.Context, id runtime.RemoteObjectID, fn string) (json.RawMessage, error) {
+	res, err := call(ctx, d, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: fn, ObjectID: id, Arguments: []*runtime.CallArgument{{ObjectID: id}},
+		ReturnByValue: new(true), Silent: new(true),
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case res.ExceptionDetails != nil:
+		return nil, fmt.Errorf("%w: %s", ErrScript, clipErr(res.ExceptionDetails.Text))
+	case res.Result == nil:
+		return nil, errors.New("no answer")
+	}
+	return json.RawMessage(res.Result.Value), nil
 }
 
 // callFree is call without the early end on a dialog: for commands that

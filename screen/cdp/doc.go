@@ -123,7 +123,10 @@
 // selectmenu.go. File choosers are intercepted: a note says one is open,
 // and the Upload action hands it files (relative paths are resolved
 // against UploadDir; which paths a model may name is the Policy's
-// business; paths that do not exist are errors). Downloads go to the
+// business; paths that do not exist are errors; a browser in a sandbox
+// gets copies through Config.StageFiles), and then the display asks the
+// page's file input what it holds: the note names what the page received,
+// and an input that holds something else is an error. Downloads go to the
 // display's own directory within the limits of Config (see download.go),
 // each with a note. Page zoom (Ctrl+plus, Ctrl+minus, Ctrl+0) is emulated
 // as Chromium zooms (see zoom.go); coordinates stay in the unzoomed

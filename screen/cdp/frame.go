@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/headlessexperimental"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/spotter-harness/spotter/actions"
@@ -55,6 +56,9 @@ type frameControl struct {
 	// frames (hold), so that frame does not take it again.
 	held bool
 	mu   *sync.Mutex // the browser's frame lock, or one of its own in unit tests
+	// pending is the tab's frame that the display stopped waiting for
+	// before Chromium answered it, if any.
+	pending *unanswered
 }
 
 // keptShot is the last screenshot a frame took, and what it is of. It
@@ -226,14 +230,15 @@ func (f *frameControl) unhold() {
 }
 
 // frame runs one frame, with a screenshot if shot is not nil, under the
-// browser's frame lock (taken for it, unless held).
+// browser's frame lock (taken for it, unless held). It first waits for a
+// frame of the tab that an earlier call stopped waiting for (unanswered).
 func (f *frameControl) frame(ctx context.Context, shot *headlessexperimental.ScreenshotParams) (headlessexperimental.BeginFrameResult, error) {
 	if !f.held {
 		mu := f.lock()
 		mu.Lock()
 		defer mu.Unlock()
 	}
-	res, err := call(ctx, f.d, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: shot})
+	res, err := f.begin(ctx, shot)
 	after := f.afterShot
 	f.clean, f.afterShot = false, shot != nil && err == nil
 	switch {
@@ -245,6 +250,135 @@ func (f *frameControl) frame(ctx context.Context, shot *headlessexperimental.Scr
 		f.kept.checked = true // nothing changed since the screenshot
 	}
 	return res, err
+}
+
+// unanswered is a beginFrame that the display stopped waiting for before
+// Chromium answered it: a JavaScript dialog opened (the page draws nothing
+// while one is open), the command timed out, or the caller gave up.
+// Chromium runs it all the same and refuses every other frame of the tab
+// ("Another frame is pending") until it ends, so the next frame waits for
+// it first.
+type unanswered struct {
+	t        cdp.Session // the tab it runs on
+	done     chan struct{}
+	timedOut bool // it had no answer within the command timeout
+}
+
+// frameAbandon bounds how long a frame nobody waits for any more is kept
+// track of: after it, the tab counts as stalled.
+const frameAbandon = 2 * time.Minute
+
+// stallGrace is how long the next frame waits for a frame that already had
+// no answer within the command timeout before it asks whether the page
+// answers at all.
+const stallGrace = 100 * time.Millisecond
+
+// begin sends one beginFrame and waits for its answer, as call does: until
+// the command timeout, ctx's end, or a JavaScript dialog. The command runs
+// on a goroutine of the display's, which receives Chromium's answer even
+// after begin stopped waiting for it (f.pending).
+func (f *frameControl) begin(ctx context.Context, shot *headlessexperimental.ScreenshotParams) (headlessexperimental.BeginFrameResult, error) {
+	var res headlessexperimental.BeginFrameResult
+	d := f.d
+	if err := f.awaitPending(ctx); err != nil {
+		return res, err
+	}
+	if d.isClosed() {
+		return res, fmt.Errorf("%s: display closed: %w", headlessexperimental.CommandBeginFrame, screen.ErrGone)
+	}
+	type answer struct {
+		res headlessexperimental.BeginFrameResult
+		err error
+	}
+	ch := make(chan answer, 1)
+	done := make(chan struct{})
+	bg := d.bg
+	if bg == nil {
+		bg = context.Background() // unit tests' displays
+	}
+	fctx, cancel := context.WithTimeout(bg, frameAbandon)
+	t := d.t
+	d.wg.Go(func() {
+		defer cancel()
+		defer close(done)
+		r, err := cdp.Call(fctx, t, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: shot})
+		ch <- answer{r, err}
+	})
+	timeout := d.cfg.CommandTimeout
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var err error
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return res, d.translate(ctx, headlessexperimental.CommandBeginFrame, timeout, a.err)
+		}
+		return a.res, nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-d.state.dialogOpened().Done():
+		err = context.Canceled
+	case <-timer.C:
+		err = context.DeadlineExceeded
+	}
+	f.pending = &unanswered{t: t, done: done, timedOut: errors.Is(err, context.DeadlineExceeded)}
+	if f.pending.timedOut && d.state.openDialog() == "" {
+		return res, f.stalled(ctx, timeout)
+	}
+	return res, d.translate(ctx, headlessexperimental.CommandBeginFrame, timeout, err)
+}
+
+// awaitPending waits for the tab's frame that an earlier call stopped
+// waiting for, if any: up to the command timeout, or stallGrace when that
+// frame already had no answer within the command timeout. A frame still
+// unanswered then while no dialog blocks the page means the window stopped
+// drawing (errWedged), if the page still answers, or that the page hangs.
+func (f *frameControl) awaitPending(ctx context.Context) error {
+	p := f.pending
+	if p == nil {
+		return nil
+	}
+	d := f.d
+	if p.t != d.t {
+		f.pending = nil // another tab's frame: it holds up only that tab
+		return nil
+	}
+	patience := d.cfg.CommandTimeout
+	if p.timedOut {
+		patience = stallGrace
+	}
+	timer := time.NewTimer(patience)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		f.pending = nil
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", headlessexperimental.CommandBeginFrame, context.Cause(ctx))
+	case <-d.state.dialogOpened().Done():
+		return d.translate(ctx, headlessexperimental.CommandBeginFrame, patience, context.Canceled)
+	case <-timer.C:
+	}
+	if d.state.openDialog() != "" {
+		return d.translate(ctx, headlessexperimental.CommandBeginFrame, patience, context.Canceled)
+	}
+	p.timedOut = true
+	return f.stalled(ctx, d.cfg.CommandTimeout)
+}
+
+// stalled says why a frame had no answer within timeout: the window
+// stopped drawing while its page still runs (errWedged: Capture opens the
+// page again in a new window), or the page itself does not answer
+// (ErrUnresponsive), which a quick question to the page tells apart.
+func (f *frameControl) stalled(ctx context.Context, timeout time.Duration) error {
+	d := f.d
+	if cause := d.goneCause(); cause != "" {
+		return fmt.Errorf("%s: %s: %w", headlessexperimental.CommandBeginFrame, cause, screen.ErrGone)
+	}
+	if _, err := callWithin(ctx, d, min(timeout, time.Second), runtime.Evaluate, runtime.EvaluateParams{Expression: "0"}); err != nil {
+		return fmt.Errorf("%s: no answer within %v: %w", headlessexperimental.CommandBeginFrame, timeout, ErrUnresponsive)
+	}
+	return fmt.Errorf("%s: no answer within %v while the page answers: %w", headlessexperimental.CommandBeginFrame, timeout, errWedged)
 }
 
 // answered records the page's answer to animationsJS: it checks a kept

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spotter-harness/spotter/actions"
@@ -30,8 +31,13 @@ type frameTab struct {
 	t      testing.TB
 	damage func(n int) bool // whether frame n (from 0) draws something new
 	hang   bool             // beginFrame never answers
-	empty  int              // screenshots that come back without data first
-	size   screen.Size      // of the screenshots
+	// stall, when not nil, holds up the first frame until it is closed;
+	// meanwhile every other frame is refused as Chromium refuses it.
+	stall    chan struct{}
+	stalled  bool        // the first frame has begun
+	hangEval bool        // Runtime.evaluate never answers
+	empty    int         // screenshots that come back without data first
+	size     screen.Size // of the screenshots
 
 	mu     sync.Mutex
 	frames int
@@ -50,6 +56,22 @@ func (f *frameTab) Call(ctx context.Context, method string, params, res any) err
 		p := params.(headlessexperimental.BeginFrameParams)
 		r := res.(*headlessexperimental.BeginFrameResult)
 		f.mu.Lock()
+		if f.stall != nil {
+			stall, first := f.stall, !f.stalled
+			f.stalled = true
+			if !first {
+				select {
+				case <-stall:
+				default:
+					f.mu.Unlock()
+					return errors.New("Another frame is pending (-32000)")
+				}
+			} else {
+				f.mu.Unlock()
+				<-stall // Chromium answers it whatever the caller does
+				f.mu.Lock()
+			}
+		}
 		defer f.mu.Unlock()
 		r.HasDamage = f.damage != nil && f.damage(f.frames)
 		f.frames++
@@ -84,6 +106,12 @@ func (f *frameTab) Call(ctx context.Context, method string, params, res any) err
 		return nil
 	case page.CommandGetLayoutMetrics:
 		return nil // no scroll
+	case runtime.CommandEvaluate:
+		if f.hangEval {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
 	}
 	return errors.New("unexpected " + method)
 }
@@ -100,6 +128,12 @@ func (f *frameTab) count() (frames, shots int) {
 // shows the whole viewport at scale.
 func frameDisplay(tab *frameTab, scale float64) (*Display, *frameControl) {
 	d := unitDisplay(tab, DisplayConfig{})
+	// Frames run on goroutines of the display, which end with it.
+	d.bg, d.bgCancel = context.WithCancel(context.Background())
+	tab.t.Cleanup(func() {
+		d.bgCancel()
+		d.wg.Wait()
+	})
 	f := &frameControl{d: d, out: output{size: tab.size, scale: scale, zoom: 1}}
 	d.r = f
 	return d, f
@@ -229,6 +263,77 @@ func TestFrameSettleDialog(t *testing.T) {
 			t.Errorf("settle with a dialog opening after 50ms returned after %v", took)
 		}
 	})
+}
+
+// A frame that a dialog cut short still runs in Chromium, which refuses
+// every other frame of the tab until it ends ("Another frame is pending"):
+// once the dialog is answered, the next frame waits for it instead.
+func TestFrameAfterDialog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tab := &frameTab{t: t, stall: make(chan struct{}), size: screen.Size{W: 1280, H: 800}}
+		d, f := frameDisplay(tab, 1)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			d.state.event(time.Now(), &page.EventJavascriptDialogOpening{Type: page.DialogTypeAlert, Message: "hi"})
+		}()
+		_, err := f.frame(t.Context(), nil)
+		if !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), `alert dialog ("hi")`) {
+			t.Fatalf("frame() as a dialog opens = %v, want ErrUnresponsive naming the dialog", err)
+		}
+		d.state.event(time.Now(), &page.EventJavascriptDialogClosed{Result: true})
+		go func() {
+			time.Sleep(30 * time.Millisecond) // the page runs on, and the frame ends
+			close(tab.stall)
+		}()
+		start := time.Now()
+		if _, err := f.frame(t.Context(), nil); err != nil {
+			t.Fatalf("frame() after the dialog = %v, want the frame once the cut-short one ended", err)
+		}
+		if took := time.Since(start); took != 30*time.Millisecond {
+			t.Errorf("frame() after the dialog took %v, want 30ms (the wait for the earlier frame)", took)
+		}
+	})
+}
+
+// A frame without an answer while the page still answers is a window that
+// stopped drawing (errWedged, which Capture answers by opening the page in
+// a new window); while the page does not answer either, the page hangs.
+// Either way the next frame says so at once instead of "Another frame is
+// pending".
+func TestFrameStalled(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		hangEval bool
+		want     error
+	}{
+		{"window", false, errWedged},
+		{"page", true, ErrUnresponsive},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tab := &frameTab{t: t, stall: make(chan struct{}), hangEval: tt.hangEval, size: screen.Size{W: 1280, H: 800}}
+				d, f := frameDisplay(tab, 1)
+				start := time.Now()
+				_, err := f.frame(t.Context(), nil)
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("frame() that never answers = %v, want %v", err, tt.want)
+				}
+				timeout := d.cfg.CommandTimeout
+				if took := time.Since(start); took > timeout+time.Second {
+					t.Errorf("frame() that never answers returned after %v, want the command timeout %v (and a second to ask the page)", took, timeout)
+				}
+				start = time.Now()
+				_, err = f.frame(t.Context(), nil)
+				if !errors.Is(err, tt.want) || strings.Contains(err.Error(), "Another frame") {
+					t.Errorf("the next frame() = %v, want %v again", err, tt.want)
+				}
+				if took := time.Since(start); took > stallGrace+time.Second {
+					t.Errorf("the next frame() took %v, want at most %v", took, stallGrace+time.Second)
+				}
+				close(tab.stall)
+			})
+		})
+	}
 }
 
 // grab runs frames until a screenshot of the window's size comes back:

@@ -200,23 +200,29 @@ func TestUpload(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := newDisplay(t, DisplayConfig{UploadDir: dir})
-	load(t, d, "upload.html")
-	if err := d.Perform(t.Context(), screen.Mapped{Action: actions.Action{Kind: actions.Upload, Files: []string{"hello.txt"}}}); err == nil {
-		t.Errorf("Perform(upload) with no chooser open = nil, want an error")
-	}
-	do(t, d, kind(actions.Click, at(100, 40)))
-	shot := shoot(t, d)
-	if !hasNote(shot, "A file chooser is open") {
-		t.Fatalf("events %q, want the file chooser", shot.Events)
-	}
-	err := d.Perform(t.Context(), screen.Mapped{Action: actions.Action{Kind: actions.Upload, Files: []string{"missing.txt"}}})
-	if err == nil || !strings.Contains(err.Error(), `file "missing.txt" not found`) {
-		t.Errorf("Perform(upload missing.txt) = %v, want not found", err)
-	}
-	do(t, d, actions.Action{Kind: actions.Upload, Files: []string{"hello.txt"}})
-	shoot(t, d)
-	if got := title(t, d); got != "got:hello.txt:hello upload" {
-		t.Errorf("title after the upload = %q", got)
+	for _, page := range []string{"upload.html", "upload.html?reset"} {
+		load(t, d, page)
+		if err := d.Perform(t.Context(), screen.Mapped{Action: actions.Action{Kind: actions.Upload, Files: []string{"hello.txt"}}}); err == nil {
+			t.Errorf("%s: Perform(upload) with no chooser open = nil, want an error", page)
+		}
+		do(t, d, kind(actions.Click, at(100, 40)))
+		shot := shoot(t, d)
+		if !hasNote(shot, "A file chooser is open") {
+			t.Fatalf("%s: events %q, want the file chooser", page, shot.Events)
+		}
+		err := d.Perform(t.Context(), screen.Mapped{Action: actions.Action{Kind: actions.Upload, Files: []string{"missing.txt"}}})
+		if err == nil || !strings.Contains(err.Error(), `file "missing.txt" not found`) {
+			t.Errorf("%s: Perform(upload missing.txt) = %v, want not found", page, err)
+		}
+		do(t, d, actions.Action{Kind: actions.Upload, Files: []string{"hello.txt"}})
+		// The note says what the page's input received, even when the
+		// page empties it at once.
+		if shot := shoot(t, d); !hasNote(shot, "The page's file input now holds hello.txt (13 bytes).") {
+			t.Errorf("%s: events after the upload %q, want what the input received", page, shot.Events)
+		}
+		if got := title(t, d); got != "got:hello.txt:hello upload" {
+			t.Errorf("%s: title after the upload = %q", page, got)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package playwright
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/internal/hitjs"
 )
 
 // Dialog reports the JavaScript dialog that blocks the page, if any. It
@@ -67,9 +69,10 @@ func (d *Display) answerDialog(ctx context.Context, a actions.Action) error {
 }
 
 // upload performs the Upload action: it hands files to the open file
-// chooser. The Policy decides which paths the model may name; the display
-// refuses paths it cannot find. A connected browser gets the files' bytes
-// through the Playwright connection.
+// chooser, then asks the page's file input what it received. The Policy
+// decides which paths the model may name; the display refuses paths it
+// cannot find. A connected browser gets the files' bytes through the
+// Playwright connection.
 func (d *Display) upload(files []string) error {
 	fc := d.tab().state.fileChooser()
 	if fc == nil {
@@ -82,12 +85,44 @@ func (d *Display) upload(files []string) error {
 	if err != nil {
 		return err
 	}
-	if err := fc.SetFiles(abs, pw.FileChooserSetFilesOptions{
-		Timeout: new(float64(d.cfg.CommandTimeout.Milliseconds())),
-	}); err != nil {
+	want, err := screen.FilesOf(abs)
+	if err != nil {
+		return err
+	}
+	timeout := new(float64(d.cfg.CommandTimeout.Milliseconds()))
+	el := fc.Element()
+	// The change event that handing over files fires is watched on the
+	// input itself, so that what it received is known even when the page
+	// empties the input at once. Playwright evaluates in the page's own
+	// world, which the page's scripts share (hitjs.WatchFiles).
+	watching := el != nil
+	if watching {
+		if _, err := el.Evaluate(hitjs.WatchFiles, nil); err != nil {
+			watching = false
+		}
+	}
+	if err := fc.SetFiles(abs, pw.FileChooserSetFilesOptions{Timeout: timeout}); err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
 	d.tab().state.clearChooser(fc)
-	d.tab().state.note("%d file(s) were handed to the file chooser.", len(files))
+	var got []screen.File
+	if watching {
+		v, err := el.Evaluate(hitjs.ReceivedFiles, nil)
+		if err != nil {
+			return fmt.Errorf("upload: the files were handed to the page, but what its file input received is unknown: %w", err)
+		}
+		b, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(b, &got)
+		}
+		if err != nil {
+			return fmt.Errorf("upload: the files were handed to the page, but its answer is not a list of files: %w", err)
+		}
+	}
+	note, err := screen.UploadResult(want, got, watching)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	d.tab().state.note("%s", note)
 	return nil
 }

@@ -253,7 +253,7 @@ func TestUpload(t *testing.T) {
 			case <-t.Context().Done():
 				t.Fatal("the page received no files")
 			}
-			if shot := capture(t, d); !hasEvent(shot, "2 file(s) were handed to the file chooser") {
+			if shot := capture(t, d); !hasEvent(shot, "The page's file input now holds a.txt (3 bytes), b.bin (1000 bytes).") {
 				t.Errorf("Capture() after the upload: events %q", shot.Events)
 			}
 		})

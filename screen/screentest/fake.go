@@ -32,10 +32,11 @@ type Fake struct {
 	// error fails that action (nothing is recorded).
 	Fail func(m screen.Mapped) error
 
-	mu        sync.Mutex
-	performed []screen.Mapped
-	frames    int
-	gone      bool
+	mu          sync.Mutex
+	failCapture func() error // see FailCaptures
+	performed   []screen.Mapped
+	frames      int
+	gone        bool
 }
 
 // Performed returns the actions performed so far, in order.
@@ -43,6 +44,15 @@ func (f *Fake) Performed() []screen.Mapped {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]screen.Mapped(nil), f.performed...)
+}
+
+// FailCaptures makes fn decide each later capture: a non-nil error fails
+// it, as a display that cannot draw would. A nil fn lets captures succeed
+// again.
+func (f *Fake) FailCaptures(fn func() error) {
+	f.mu.Lock()
+	f.failCapture = fn
+	f.mu.Unlock()
 }
 
 // Kill makes every later call fail with screen.ErrGone, as a crashed
@@ -88,6 +98,11 @@ func (f *Fake) Capture(ctx context.Context, o screen.CaptureOptions) (screen.Sho
 	defer f.mu.Unlock()
 	if f.gone {
 		return screen.Shot{}, fmt.Errorf("capture: %w", screen.ErrGone)
+	}
+	if f.failCapture != nil {
+		if err := f.failCapture(); err != nil {
+			return screen.Shot{}, err
+		}
 	}
 	vp := f.Viewport
 	if vp.Empty() {

@@ -1,7 +1,8 @@
-// Package hitjs is the one hit-test script of the browser backends
-// (screen/cdp and screen/playwright), so that both describe the element
-// under a point, or the focused one, alike: the approval rules and the
-// secret-field checks see the same screen.Target on either.
+// Package hitjs holds the scripts that both browser backends (screen/cdp
+// and screen/playwright) run in pages: the one hit-test script, so that
+// both describe the element under a point, or the focused one, alike (the
+// approval rules and the secret-field checks see the same screen.Target on
+// either), and the watch of what a file input received from an upload.
 package hitjs
 
 import (
