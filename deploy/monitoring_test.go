@@ -19,8 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/spotter-harness/spotter/internal/opsdoc"
@@ -65,9 +63,9 @@ type component struct {
 	} `json:"patches"`
 }
 
-// render builds an overlay of deploy/serve with the components in dirs,
-// as kubectl kustomize would, and returns its objects' YAML by kind.
-func render(t *testing.T, dirs ...string) map[string][][]byte {
+// renderWith builds an overlay of deploy/serve with the components in
+// dirs, as kubectl kustomize would.
+func renderWith(t *testing.T, dirs ...string) []object {
 	t.Helper()
 	tmp := t.TempDir()
 	rel := func(p string) string {
@@ -88,30 +86,8 @@ func render(t *testing.T, dirs ...string) map[string][][]byte {
 	if err := os.WriteFile(filepath.Join(tmp, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), tmp)
-	if err != nil {
-		t.Fatalf("kustomize build of deploy/serve with %v: %v", dirs, err)
-	}
-	out := map[string][][]byte{}
-	for _, r := range rm.Resources() {
-		b, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[r.GetKind()] = append(out[r.GetKind()], b)
-	}
-	return out
-}
-
-// one decodes strictly the only object of kind in objs into v.
-func one(t *testing.T, objs map[string][][]byte, kind string, v any) {
-	t.Helper()
-	if n := len(objs[kind]); n != 1 {
-		t.Fatalf("the build has %d objects of kind %s, want 1", n, kind)
-	}
-	if err := yaml.UnmarshalStrict(objs[kind][0], v); err != nil {
-		t.Fatalf("decode the %s: %v", kind, err)
-	}
+	objs, _ := render(t, tmp)
+	return objs
 }
 
 func TestMonitoringComponent(t *testing.T) {
@@ -141,15 +117,14 @@ func TestMonitoringComponent(t *testing.T) {
 		}
 	}
 
-	plain := render(t)
-	objs := render(t, monitoringDir)
+	plain := renderWith(t)
+	objs := renderWith(t, monitoringDir)
 	var v validator
 
 	// The Deployment gains --metrics-addr on every interface, on a port
 	// named metrics, and nothing else.
-	var before, dep appsv1.Deployment
-	one(t, plain, "Deployment", &before)
-	one(t, objs, "Deployment", &dep)
+	before := find[appsv1.Deployment](t, plain, "Deployment", "spotter")
+	dep := find[appsv1.Deployment](t, objs, "Deployment", "spotter")
 	v.deployment(dep)
 	ctr := dep.Spec.Template.Spec.Containers[0]
 	old := before.Spec.Template.Spec.Containers[0]
@@ -162,19 +137,7 @@ func TestMonitoringComponent(t *testing.T) {
 	}
 
 	// The headless Service selects the pods and targets the port.
-	var svc corev1.Service
-	for _, y := range objs["Service"] {
-		var s corev1.Service
-		if err := yaml.UnmarshalStrict(y, &s); err != nil {
-			t.Fatal(err)
-		}
-		if s.Name == "spotter-metrics" {
-			svc = s
-		}
-	}
-	if svc.Name == "" {
-		t.Fatal("the build has no Service spotter-metrics")
-	}
+	svc := find[corev1.Service](t, objs, "Service", "spotter-metrics")
 	v.meta(svc.ObjectMeta, true)
 	v.selector(field.NewPath("spec", "selector"), &metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, dep.Spec.Template.Labels)
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
@@ -185,8 +148,7 @@ func TestMonitoringComponent(t *testing.T) {
 	}
 
 	// The ServiceMonitor selects that Service and scrapes its port.
-	var sm monitoringv1.ServiceMonitor
-	one(t, objs, "ServiceMonitor", &sm)
+	sm := find[monitoringv1.ServiceMonitor](t, objs, "ServiceMonitor", "spotter")
 	if sm.APIVersion != "monitoring.coreos.com/v1" {
 		t.Errorf("ServiceMonitor apiVersion %q, want monitoring.coreos.com/v1", sm.APIVersion)
 	}
@@ -206,8 +168,7 @@ func TestMonitoringComponent(t *testing.T) {
 	}
 
 	// The NetworkPolicy admits the scrape on that port of those pods.
-	var np networkingv1.NetworkPolicy
-	one(t, objs, "NetworkPolicy", &np)
+	np := find[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", "spotter-metrics")
 	v.meta(np.ObjectMeta, true)
 	v.selector(field.NewPath("spec", "podSelector"), &np.Spec.PodSelector, dep.Spec.Template.Labels)
 	if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 1 || *np.Spec.Ingress[0].Ports[0].Port != intstr.FromString("metrics") {
@@ -219,8 +180,7 @@ func TestMonitoringComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rule monitoringv1.PrometheusRule
-	one(t, objs, "PrometheusRule", &rule)
+	rule := find[monitoringv1.PrometheusRule](t, objs, "PrometheusRule", "spotter")
 	v.meta(rule.ObjectMeta, true)
 	alerts := 0
 	for _, g := range rule.Spec.Groups {
@@ -242,8 +202,7 @@ func TestMonitoringComponent(t *testing.T) {
 		t.Error("the PrometheusRule has no alerts")
 	}
 
-	var cm corev1.ConfigMap
-	one(t, objs, "ConfigMap", &cm)
+	cm := find[corev1.ConfigMap](t, objs, "ConfigMap", "spotter-grafana-dashboard")
 	if cm.Labels["grafana_dashboard"] != "1" {
 		t.Errorf("the dashboard's ConfigMap labels = %v, want grafana_dashboard: \"1\" (Grafana's sidecar)", cm.Labels)
 	}
