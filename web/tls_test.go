@@ -2,16 +2,10 @@ package web_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,63 +15,10 @@ import (
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/internal/testca"
 	"github.com/spotter-harness/spotter/screen/screentest"
 	"github.com/spotter-harness/spotter/web"
 )
-
-// testCA is a throwaway certificate authority.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "spotter test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pool: x509.NewCertPool()}
-	ca.pool.AddCert(cert)
-	return ca
-}
-
-// issue returns a server certificate for names, and its PEM files.
-func (ca *testCA) issue(t *testing.T, names ...string) (cert tls.Certificate, certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]},
-		DNSNames: names, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	cert, err = tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, certPEM, keyPEM
-}
 
 // peerName is the one name every test replica's certificate holds, as a
 // Certificate of cert-manager's would (deploy/).
@@ -117,12 +58,12 @@ func tlsReplica(t *testing.T, id, db string, cert tls.Certificate, roots *x509.C
 // cannot verify.
 func TestClusterTLS(t *testing.T) {
 	t.Parallel()
-	ca, other := newTestCA(t), newTestCA(t)
-	cert, _, _ := ca.issue(t, peerName)
+	ca, other := testca.New(t), testca.New(t)
+	cert, _, _ := ca.Issue(t, peerName)
 	db := filepath.Join(t.TempDir(), "shared.db")
-	a := tlsReplica(t, "a", db, cert, ca.pool)
-	b := tlsReplica(t, "b", db, cert, ca.pool)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool, ServerName: peerName}}}
+	a := tlsReplica(t, "a", db, cert, ca.Pool)
+	b := tlsReplica(t, "b", db, cert, ca.Pool)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool, ServerName: peerName}}}
 	const key = "sk-client-own-key-0123456789"
 	model := anthropictest.NewServer(t, anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("Hello.")}},
 		anthropictest.Reply{Content: []json.RawMessage{anthropictest.Text("Hello again.")}})
@@ -160,7 +101,7 @@ func TestClusterTLS(t *testing.T) {
 		}
 	}
 	// A replica that trusts another CA cannot forward to the others.
-	c := tlsReplica(t, "c", db, cert, other.pool)
+	c := tlsReplica(t, "c", db, cert, other.Pool)
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", c.http.URL+"/session/"+id, nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err := client.Do(req)

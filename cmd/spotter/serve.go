@@ -67,7 +67,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"Needs --token or $SPOTTER_TOKEN, the same on every replica")
 	replicaID := fs.String("replica-id", "", "with --advertise: this replica's name, unique among them (default: host name and process id)")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key): clients, and the other "+
-		"replicas when --advertise is https, reach this one over TLS")
+		"replicas when --advertise is https, reach this one over TLS. Read again when the file changes (a renewal)")
 	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
 	peerCA := fs.String("peer-ca", "", "with an https --advertise: the CA certificates (PEM) that sign the other replicas' "+
 		"certificates, checked when forwarding to them (default: the system's roots)")
@@ -314,11 +314,11 @@ func replicaTLS(cert, key, peerCA, peerName, advertise string) (serve, peer *tls
 		return nil, nil, errors.New("--peer-ca and --peer-name are for replicas that advertise https (--advertise https://...)")
 	}
 	if cert != "" {
-		c, err := tls.LoadX509KeyPair(cert, key)
+		c, err := loadServedCert(cert, key)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
 		}
-		serve = &tls.Config{Certificates: []tls.Certificate{c}, MinVersion: tls.VersionTLS12}
+		serve = &tls.Config{GetCertificate: c.get, MinVersion: tls.VersionTLS12}
 	}
 	if https {
 		peer = &tls.Config{ServerName: peerName}

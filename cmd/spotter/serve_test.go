@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,11 +12,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/internal/testca"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/web"
 )
@@ -227,5 +230,63 @@ func TestServeBrowsers(t *testing.T) {
 	}
 	if n := isolatetest.NewBrowsers(t, before); n != 1 {
 		t.Errorf("with two sessions open, serve --browsers 1 runs %d browsers, want 1", n)
+	}
+}
+
+// A replica serves the certificate its files hold now: a renewal written
+// in place (as cert-manager renews a mounted Secret) is served at the next
+// handshake, and a pair that cannot be read keeps the last good one.
+func TestServeCertRenewed(t *testing.T) {
+	dir := t.TempDir()
+	ca := testca.New(t)
+	first := ca.WriteFiles(t, dir, "spotter-peer")
+	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	serveTLS, _, err := replicaTLS(crt, key, "", "", "https://127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", serveTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	served := func() []byte {
+		t.Helper()
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool, ServerName: "spotter-peer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Raw
+	}
+	if !bytes.Equal(served(), first.Certificate[0]) {
+		t.Fatal("the replica does not serve its certificate")
+	}
+	renewed := ca.WriteFiles(t, dir, "spotter-peer")
+	later := time.Now().Add(time.Minute) // a modification time the file system surely tells apart
+	if err := os.Chtimes(crt, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(served(), renewed.Certificate[0]) {
+		t.Error("after a renewal the replica still serves the certificate it started with")
+	}
+	if err := os.WriteFile(key, []byte("half written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(crt, later.Add(time.Minute), later.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(served(), renewed.Certificate[0]) {
+		t.Error("a pair that cannot be read replaced the last good certificate")
 	}
 }
