@@ -47,3 +47,30 @@ func TestClampRegion(t *testing.T) {
 		})
 	}
 }
+
+func TestZoomChord(t *testing.T) {
+	tests := []struct {
+		keys actions.Chord
+		cur  float64
+		want float64
+		ok   bool
+	}{
+		{actions.Chord{actions.Control, "+"}, 1, 1.1, true},
+		{actions.Chord{actions.Control, "="}, 1.25, 1.5, true},
+		{actions.Chord{actions.Control, actions.Shift, "="}, 1.1, 1.25, true},
+		{actions.Chord{actions.Meta, "NumpadAdd"}, 1, 1.1, true},
+		{actions.Chord{actions.Control, "-"}, 1, 0.9, true},
+		{actions.Chord{actions.Control, "0"}, 2.5, 1, true},
+		{actions.Chord{actions.Control, "+"}, 5, 5, true},
+		{actions.Chord{actions.Control, "-"}, 0.25, 0.25, true},
+		{actions.Chord{"+"}, 1, 0, false},
+		{actions.Chord{actions.Alt, "+"}, 1, 0, false},
+		{actions.Chord{actions.Control, "a"}, 1, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ZoomChord(tt.keys, tt.cur)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ZoomChord(%v, %g) = %g, %v; want %g, %v", tt.keys, tt.cur, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -57,6 +57,9 @@ type Display struct {
 
 	dl downloads // the display's downloads
 
+	// dialogs follows the JavaScript dialogs of every tab (dialogs.go).
+	dialogs *dialogWatch
+
 	// bg scopes the display's own goroutine (screencast acks); Close
 	// cancels it and waits for wg.
 	bg       context.Context
@@ -103,11 +106,12 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 		return nil, fmt.Errorf("new display: browser exited: %w", screen.ErrGone)
 	}
 	d := &Display{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		state:  newPageState(time.Now()),
-		closed: make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		closed:  make(chan struct{}),
+		dialogs: newDialogWatch(),
 	}
+	d.state = d.newState()
 	frames := b.Mode() == FrameControl
 	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent)}
 	if frames {
@@ -353,6 +357,10 @@ func callWithin[P, R any](ctx context.Context, d *Display, timeout time.Duration
 	defer cancel()
 	stop := context.AfterFunc(d.state.dialogOpened(), cancel)
 	defer stop()
+	if any := d.dialogs.context(); any != nil {
+		stopAny := context.AfterFunc(any, cancel)
+		defer stopAny()
+	}
 	r, err := cdp.Call(cctx, d.t, c, p)
 	if err != nil {
 		return r, d.translate(ctx, c.Method, timeout, err)
@@ -368,7 +376,7 @@ func (d *Display) translate(ctx context.Context, method string, timeout time.Dur
 		return fmt.Errorf("%s: %w", method, context.Cause(ctx))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		if dlg := d.state.openDialog(); dlg != "" {
+		if dlg := cmp.Or(d.state.openDialog(), d.dialogElsewhere()); dlg != "" {
 			return fmt.Errorf("%s: the page is blocked by %s: %w", method, dlg, errBlocked)
 		}
 	}

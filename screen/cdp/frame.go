@@ -318,14 +318,24 @@ func (f *frameControl) begin(ctx context.Context, shot *headlessexperimental.Scr
 		err = ctx.Err()
 	case <-d.state.dialogOpened().Done():
 		err = context.Canceled
+	case <-anyDone(d.dialogs.context()):
+		err = context.Canceled
 	case <-timer.C:
 		err = context.DeadlineExceeded
 	}
 	f.pending = &unanswered{t: t, done: done, timedOut: errors.Is(err, context.DeadlineExceeded)}
-	if f.pending.timedOut && d.state.openDialog() == "" {
+	if f.pending.timedOut && d.state.openDialog() == "" && d.dialogElsewhere() == "" {
 		return res, f.stalled(ctx, timeout)
 	}
 	return res, d.translate(ctx, headlessexperimental.CommandBeginFrame, timeout, err)
+}
+
+// anyDone is ctx.Done(), or nil (never) for a nil ctx.
+func anyDone(ctx context.Context) <-chan struct{} {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Done()
 }
 
 // awaitPending waits for the tab's frame that an earlier call stopped
@@ -357,9 +367,11 @@ func (f *frameControl) awaitPending(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", headlessexperimental.CommandBeginFrame, context.Cause(ctx))
 	case <-d.state.dialogOpened().Done():
 		return d.translate(ctx, headlessexperimental.CommandBeginFrame, patience, context.Canceled)
+	case <-anyDone(d.dialogs.context()):
+		return d.translate(ctx, headlessexperimental.CommandBeginFrame, patience, context.Canceled)
 	case <-timer.C:
 	}
-	if d.state.openDialog() != "" {
+	if d.state.openDialog() != "" || d.dialogElsewhere() != "" {
 		return d.translate(ctx, headlessexperimental.CommandBeginFrame, patience, context.Canceled)
 	}
 	p.timedOut = true

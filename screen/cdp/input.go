@@ -36,15 +36,17 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 	if open && !worksBlocked(m.Kind) {
 		return fmt.Errorf("%s: %s is open and blocks the page; answer it with the dialog action first", m.Kind, dl.String())
 	}
-	st := d.state
+	st, seenAny := d.state, d.dialogs.count()
 	err := d.perform(ctx, m.Action)
 	if !errors.Is(err, screen.ErrUnsupported) && !worksBlocked(m.Kind) {
 		st.markInput() // even a failed action may have delivered some input
 	}
 	if errors.Is(err, errBlocked) {
-		if _, _, now := st.currentDialog(); now != seen {
-			// The action opened a dialog, which stopped the wait for the
-			// browser's answer: the input was delivered.
+		_, _, now := st.currentDialog()
+		if now != seen || d.dialogs.count() != seenAny {
+			// The action opened a dialog (here, or in a tab it opened),
+			// which stopped the wait for the browser's answer: the
+			// input was delivered.
 			d.buttons = 0
 			err = d.autoDismiss(ctx)
 		}
@@ -75,7 +77,7 @@ func (d *Display) perform(ctx context.Context, a actions.Action) error {
 			return d.typeText(ctx, a.Text, mods)
 		})
 	case actions.Keypress:
-		if z, ok := zoomKey(a.Keys, d.zoom()); ok {
+		if z, ok := screen.ZoomChord(a.Keys, d.zoom()); ok {
 			return d.setZoom(ctx, z)
 		}
 		return d.chord(ctx, a.Keys, 0)

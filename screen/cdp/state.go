@@ -74,7 +74,10 @@ type pageState struct {
 	// closes: commands to the page stop waiting for an answer then.
 	dialogCtx    context.Context
 	dialogCancel context.CancelFunc
-	events       []string
+	// dialogs follows the dialogs of all the display's tabs; nil in unit
+	// tests.
+	dialogs *dialogWatch
+	events  []string
 }
 
 // request is a network request in flight.
@@ -358,7 +361,13 @@ func (s *pageState) onPageEvent(ev any) bool {
 		s.dialog = &screen.Dialog{Type: string(ev.Type), Message: ev.Message, DefaultPrompt: ev.DefaultPrompt, URL: ev.URL}
 		s.dialogSeen++
 		s.dialogCancel()
+		if s.dialogs != nil {
+			s.dialogs.opened()
+		}
 	case *page.EventJavascriptDialogClosed:
+		if s.dialog != nil && s.dialogs != nil {
+			s.dialogs.closed()
+		}
 		s.dialog = nil
 		s.dialogCancel()
 		s.dialogCtx, s.dialogCancel = context.WithCancel(context.Background())

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -125,7 +124,7 @@ func (d *Display) openTab(ctx context.Context, tb *tab) error {
 // attach attaches the display to the page target id, which must be in the
 // display's browser context, and makes it the active tab.
 func (d *Display) attach(ctx context.Context, id target.ID) error {
-	st := newPageState(time.Now())
+	st := d.newState()
 	tctx, tcancel := chromedp.NewContext(d.bctx, chromedp.WithTargetID(id), chromedp.WithListener(st.onEvent))
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(tctx) }()

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/chromedp/cdproto/emulation"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen"
 )
 
 // Page zoom, as Ctrl+plus, Ctrl+minus and Ctrl+0 set it in a browser with
@@ -22,53 +22,9 @@ import (
 // (x, y)/zoom in the page's CSS px. Frame.Zoom records the factor. The
 // zoom holds for the tab until changed, across navigations.
 
-// zoomLevels are Chromium's zoom steps.
-var zoomLevels = []float64{0.25, 1.0 / 3, 0.5, 2.0 / 3, 0.75, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5}
-
-// zoomKey returns the zoom that the chord keys sets from the zoom cur, if
-// keys is a zoom shortcut: Ctrl (or Meta) with plus, equals, minus or 0.
-func zoomKey(keys actions.Chord, cur float64) (float64, bool) {
-	if len(keys) < 2 {
-		return 0, false
-	}
-	mods, key := keys[:len(keys)-1], keys[len(keys)-1]
-	ctrl := false
-	for _, m := range mods {
-		switch m {
-		case actions.Control, actions.Meta:
-			ctrl = true
-		case actions.Shift:
-		default:
-			return 0, false
-		}
-	}
-	if !ctrl {
-		return 0, false
-	}
-	switch key {
-	case "+", "=", "NumpadAdd":
-		for _, z := range zoomLevels {
-			if z > cur+1e-6 {
-				return z, true
-			}
-		}
-		return cur, true
-	case "-", "_", "NumpadSubtract":
-		for _, z := range slices.Backward(zoomLevels) {
-			if z < cur-1e-6 {
-				return z, true
-			}
-		}
-		return cur, true
-	case "0", "Numpad0":
-		return 1, true
-	}
-	return 0, false
-}
-
 // setZoom sets the active tab's page zoom.
 func (d *Display) setZoom(ctx context.Context, z float64) error {
-	if !(z >= zoomLevels[0] && z <= zoomLevels[len(zoomLevels)-1]) {
+	if !(z >= screen.ZoomLevels[0] && z <= screen.ZoomLevels[len(screen.ZoomLevels)-1]) {
 		return fmt.Errorf("%w: zoom %g", actions.ErrInvalid, z)
 	}
 	if d.cur == nil {

@@ -110,6 +110,11 @@ func (d *Display) plan(a actions.Action) (func(ctx context.Context) error, error
 			return d.hold(mods, func() error { return d.typeText(ctx, a.Text, slices.Contains(mods, "Shift")) })
 		}, nil
 	case actions.Keypress, actions.HoldKey:
+		if _, zoom := screen.ZoomChord(a.Keys, 1); zoom {
+			// The keys would reach the page and zoom nothing.
+			return nil, fmt.Errorf("%w: this browser (Playwright) has no page zoom, so %s would do nothing; "+
+				"use the zoom action to see a part of the page at full resolution", screen.ErrUnsupported, a.Keys)
+		}
 		return d.planChord(a.Keys, a.Duration)
 	case actions.Navigate:
 		if a.URL == "" {

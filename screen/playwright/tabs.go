@@ -11,6 +11,7 @@ import (
 	pw "github.com/playwright-community/playwright-go"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/screen/internal/hitjs"
 )
 
 // tab is one page of a display: the one NewDisplay opened, one a page
@@ -37,6 +38,12 @@ func (d *Display) newTab(page pw.Page) *tab {
 		s.On("Page.windowOpen", func(map[string]any) { d.opening.Add(1) })
 		if err := cdpCall(s, "Page.enable", nil, nil); err != nil {
 			d.b.log.Debug("no window-open events", "err", err)
+		}
+		// Open select menus drawn in the page, as screen/cdp draws them.
+		if err := cdpCall(s, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
+			"source": hitjs.SelectMenu, "worldName": hitjs.SelectWorld, "runImmediately": true,
+		}, nil); err != nil {
+			d.b.log.Warn("select menus will not show", "err", err)
 		}
 		tb.cdp = s
 	}

@@ -187,6 +187,9 @@ func (c *checker) needs(t *testing.T, k Capability, probes ...actions.Action) bo
 func (c *checker) refuses(t *testing.T, a actions.Action) bool {
 	t.Helper()
 	err := c.d.Perform(t.Context(), screen.Mapped{Action: a})
+	if err != nil && c.refusal == "" {
+		c.refusal = err.Error()
+	}
 	if !errors.Is(err, screen.ErrUnsupported) {
 		t.Errorf("Perform(%s) = %v, want an error wrapping screen.ErrUnsupported: the display does not declare %s (declare it if the display performs it)",
 			describe(a), err, capabilityOf(a))

@@ -15,7 +15,9 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +45,10 @@ type Options struct {
 	// under it; a backend whose browser cannot reach 127.0.0.1 of the test
 	// machine directly must forward it.
 	Pages string
+	// Other is a second origin of the same server ("http://localhost:PORT"),
+	// where RunBrowser's cross-origin frames come from; a backend that
+	// allows only some hosts allows it as it allows Pages.
+	Other string
 }
 
 // An Opener opens a display for the suite with o's viewport and device
@@ -109,25 +115,66 @@ func Run(t *testing.T, caps Capability, open Opener) {
 		var sub *testing.T
 		t.Run(name, func(t *testing.T) {
 			sub = t
-			o := Options{Viewport: viewport, DPR: dpr, Pages: srv.url}
-			c := &checker{d: open(t, o), o: o, caps: caps, srv: srv, ids: map[string]string{}}
-			web := caps&Pages != 0
-			t.Run("Capture", c.captures(web))
-			if !web {
-				t.Run("Input", c.blindInput)
-				return
-			}
-			t.Run("Pointer", c.pointer)
-			if dpr == 1 { // keyboard input does not depend on the pixel ratio
-				t.Run("Keys", c.keys)
-				t.Run("Typing", c.typing)
-			}
-			t.Run("Scroll", c.scroll)
+			runAt(t, caps, dpr, srv, open, nil)
 		})
 		if sub != nil && sub.Skipped() {
 			t.Errorf("%s was skipped: the suite does not skip; leave what the display cannot do out of the capabilities it declares", name)
 		}
 	}
+}
+
+// Groups of Run's checks, the names of the Outcomes RunAt reports.
+var Groups = []string{"capture", "pointer", "keys", "typing", "scroll", "input"}
+
+// RunAt is Run's checks of one display at device pixel ratio dpr (any,
+// such as 1.5; a display that does not declare PixelRatio is opened at 1
+// only), as subtests named after the groups of checks: capture, and on a
+// display with Pages pointer, keys and typing (at DPR 1), and scroll, or
+// without Pages input. report, if not nil, receives each group's Outcome;
+// a group of a capability the display does not declare passes when the
+// display refuses it, and carries its words.
+func RunAt(t *testing.T, caps Capability, dpr float64, open Opener, report Reporter) {
+	t.Helper()
+	if dpr != 1 && caps&PixelRatio == 0 {
+		t.Fatalf("RunAt(DPR %g) of a display that does not declare %s", dpr, PixelRatio)
+	}
+	runAt(t, caps, dpr, startServer(t), open, report)
+}
+
+func runAt(t *testing.T, caps Capability, dpr float64, srv *server, open Opener, report Reporter) {
+	o := Options{Viewport: viewport, DPR: dpr, Pages: srv.url, Other: srv.other}
+	c := &checker{d: open(t, o), o: o, caps: caps, srv: srv, ids: map[string]string{}}
+	// A group is refused when the display does not declare its
+	// capability (k; 0 for one every display has) and refuses it; the
+	// refusal of a part of a declared one (Playwright's back button in
+	// Pointer) leaves the group passed.
+	group := func(name string, k Capability, check func(t *testing.T)) {
+		t.Run(name, func(t *testing.T) {
+			c.refusal = ""
+			if report != nil {
+				defer func() {
+					o := Outcome{Behaviour: strings.ToLower(name), Failed: t.Failed()}
+					if caps&k != k {
+						o.Refused = c.refusal
+					}
+					report(o)
+				}()
+			}
+			check(t)
+		})
+	}
+	web := caps&Pages != 0
+	group("Capture", 0, c.captures(web))
+	if !web {
+		group("Input", 0, c.blindInput)
+		return
+	}
+	group("Pointer", Pointer, c.pointer)
+	if dpr == 1 { // keyboard input does not depend on the pixel ratio
+		group("Keys", Keys, c.keys)
+		group("Typing", Typing, c.typing)
+	}
+	group("Scroll", Scroll, c.scroll)
 }
 
 // checker runs the checks on one display. Its subtests run one at a time.
@@ -138,6 +185,7 @@ type checker struct {
 	srv  *server
 
 	ids      map[string]string // frame IDs seen, and the capture that made each
+	refusal  string            // the current group's refusal of an undeclared capability, if any
 	lastTime time.Time         // Frame.Time of the latest capture
 	page     string            // the page loaded: its file name
 	session  string            // the session its events are reported under
@@ -968,6 +1016,8 @@ type event struct {
 	Code     string  `json:"code"`
 	Location int     `json:"location"`
 	DX       float64 `json:"dx"`
+	Name     string  `json:"name"`
+	Size     int     `json:"size"`
 	DY       float64 `json:"dy"`
 	Value    string  `json:"value"`
 	ScrollX  float64 `json:"scrollX"`
@@ -1111,12 +1161,14 @@ func abs(i int) int {
 	return i
 }
 
-//go:embed testdata/*.html testdata/*.js
+//go:embed testdata/*.html testdata/*.js testdata/browser/*.html
 var pages embed.FS
 
 // server serves the test pages and collects the events they report.
 type server struct {
-	url string
+	url   string
+	other string        // url with "localhost" for "127.0.0.1": another origin
+	quit  chan struct{} // closed when the test ends: /hang answers then
 
 	mu       sync.Mutex
 	sessions int
@@ -1127,7 +1179,7 @@ type server struct {
 // ends.
 func startServer(t *testing.T) *server {
 	t.Helper()
-	s := &server{events: map[string][]event{}}
+	s := &server{events: map[string][]event{}, quit: make(chan struct{})}
 	files, err := fs.Sub(pages, "testdata")
 	if err != nil {
 		t.Fatalf("test pages: %v", err)
@@ -1136,9 +1188,16 @@ func startServer(t *testing.T) *server {
 	mux.Handle("GET /", http.FileServerFS(files))
 	mux.HandleFunc("GET /palette.js", servePalette)
 	mux.HandleFunc("POST /events", s.record)
+	mux.HandleFunc("GET /slow", s.slow)
+	mux.HandleFunc("GET /hang", s.hang)
+	mux.HandleFunc("GET /download", serveDownload)
 	ts := httptest.NewServer(noStore(mux))
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() {
+		close(s.quit)
+		ts.Close()
+	})
 	s.url = ts.URL
+	s.other = strings.Replace(ts.URL, "127.0.0.1", "localhost", 1)
 	return s
 }
 
@@ -1147,6 +1206,48 @@ func noStore(h http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// slow answers after ?ms= milliseconds (at most 5000): a resource a page
+// is still loading.
+func (s *server) slow(w http.ResponseWriter, r *http.Request) {
+	ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+	if err != nil || ms < 0 || ms > 5000 {
+		ms = 300
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	case <-s.quit:
+	}
+	w.Header().Set("Content-Type", "image/gif")
+	w.Write(gif1x1)
+}
+
+// gif1x1 is a transparent 1x1 GIF.
+var gif1x1 = []byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
+
+// hang never answers, until the request or the test ends: a resource that
+// keeps a page loading for good.
+func (s *server) hang(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-s.quit:
+	}
+}
+
+// serveDownload answers ?name= as an attachment of ?n= bytes (at most
+// 1 MB).
+func serveDownload(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.URL.Query().Get("n"))
+	if err != nil || n < 0 || n > 1<<20 {
+		n = 10
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(r.URL.Query().Get("name"))))
+	w.Write(bytes.Repeat([]byte("x"), n))
 }
 
 // servePalette hands the pages the colours the checks expect.
