@@ -190,59 +190,25 @@ func validateObject(t *testing.T, o object, objs []object) {
 			}
 		}
 	}
-	strictInto := func(into any) bool {
-		if err := yaml.UnmarshalStrict(o.raw, into); err != nil {
-			t.Errorf("%s %s: %v", o.Kind, o.Metadata.Name, err)
-			return false
-		}
-		return true
-	}
 	switch o.APIVersion + " " + o.Kind {
 	case "apps/v1 Deployment":
-		var d appsv1.Deployment
-		if strictInto(&d) {
-			v.deployment(d)
-		}
+		decoded(t, o, v.deployment)
 	case "batch/v1 Job":
-		var j batchv1.Job
-		if strictInto(&j) {
-			v.job(j)
-		}
+		decoded(t, o, v.job)
 	case "v1 Service":
-		var s corev1.Service
-		if strictInto(&s) {
-			v.service(s, pods)
-		}
+		decoded(t, o, func(s corev1.Service) { v.service(s, pods) })
 	case "v1 PersistentVolumeClaim":
-		var c corev1.PersistentVolumeClaim
-		if strictInto(&c) {
-			v.pvc(c)
-		}
+		decoded(t, o, v.pvc)
 	case "v1 ConfigMap":
-		var c corev1.ConfigMap
-		if strictInto(&c) {
-			v.meta(c.ObjectMeta, true)
-		}
+		decoded(t, o, func(c corev1.ConfigMap) { v.meta(c.ObjectMeta, true) })
 	case "policy/v1 PodDisruptionBudget":
-		var p policyv1.PodDisruptionBudget
-		if strictInto(&p) {
-			v.pdb(p, pods)
-		}
+		decoded(t, o, func(p policyv1.PodDisruptionBudget) { v.pdb(p, pods) })
 	case "autoscaling/v2 HorizontalPodAutoscaler":
-		var h autoscalingv2.HorizontalPodAutoscaler
-		if strictInto(&h) {
-			v.hpa(h, objs)
-		}
+		decoded(t, o, func(h autoscalingv2.HorizontalPodAutoscaler) { v.hpa(h, objs) })
 	case "networking.k8s.io/v1 NetworkPolicy":
-		var n networkingv1.NetworkPolicy
-		if strictInto(&n) {
-			v.networkPolicy(n, pods)
-		}
+		decoded(t, o, func(n networkingv1.NetworkPolicy) { v.networkPolicy(n, pods) })
 	case "networking.k8s.io/v1 Ingress":
-		var i networkingv1.Ingress
-		if strictInto(&i) {
-			v.ingress(i, objs)
-		}
+		decoded(t, o, func(i networkingv1.Ingress) { v.ingress(i, objs) })
 	default:
 		if err := validateCR(t, o); err != nil {
 			t.Errorf("%s %s: %v", o.Kind, o.Metadata.Name, err)
@@ -250,6 +216,17 @@ func validateObject(t *testing.T, o object, objs []object) {
 		v.meta(o.Metadata, true)
 	}
 	v.report(t, o.Kind+" "+o.Metadata.Name)
+}
+
+// decoded decodes o strictly into its API type and hands it to check.
+func decoded[T any](t *testing.T, o object, check func(T)) {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(o.raw, &v); err != nil {
+		t.Errorf("%s %s: %v", o.Kind, o.Metadata.Name, err)
+		return
+	}
+	check(v)
 }
 
 func (v *validator) hpa(h autoscalingv2.HorizontalPodAutoscaler, objs []object) {
