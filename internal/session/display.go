@@ -13,6 +13,7 @@ import (
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/store"
 )
@@ -307,6 +308,7 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	case closed:
 		return "", err
 	case tooMany:
+		wiring.Relaunched(wiring.RelaunchRefused)
 		g.s.log.WarnContext(ctx, "display died again; not relaunched", "relaunches", maxRelaunches, "within", relaunchWindow, "err", err)
 		return "", fmt.Errorf("%w (the browser was started anew %d times in %v already)", err, maxRelaunches, relaunchWindow)
 	}
@@ -315,6 +317,7 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	}
 	d, lerr := g.s.launch(ctx)
 	if lerr != nil {
+		wiring.Relaunched(wiring.RelaunchFailed)
 		g.s.log.ErrorContext(ctx, "relaunch a dead display", "err", lerr, "cause", err)
 		return "", fmt.Errorf("%w; starting the browser anew failed", err)
 	}
@@ -322,6 +325,7 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	g.inner = d
 	g.relaunches = append(g.relaunches, now)
 	g.mu.Unlock()
+	wiring.Relaunched(wiring.RelaunchOK)
 	url := g.s.Record().URL
 	if url == "" {
 		url = g.s.spec.StartURL

@@ -435,7 +435,9 @@ func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) 
 	d.closeInner(ctx)
 	metricCrashes.WithLabelValues(strings.TrimSuffix(what, " display")).Inc()
 	if d.req.MaxRestarts < 0 || len(d.restarts) >= d.req.MaxRestarts {
-		metricRelaunches.WithLabelValues("refused").Inc()
+		if d.req.MaxRestarts >= 0 { // below 0 its owner relaunches it, and counts that (Relaunched)
+			metricRelaunches.WithLabelValues(RelaunchRefused).Inc()
+		}
 		d.note(fmt.Sprintf("the %s died (%v); it was started anew %d times already, so the run ends", what, err, len(d.restarts)))
 		return "", err
 	}
@@ -451,12 +453,12 @@ func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) 
 		d.lastURL = "about:blank"
 	}
 	if oerr := d.open(ctx); oerr != nil {
-		metricRelaunches.WithLabelValues("failed").Inc()
+		metricRelaunches.WithLabelValues(RelaunchFailed).Inc()
 		d.note(fmt.Sprintf("the %s died (%v) and could not be started anew: %v", what, err, oerr))
 		return "", fmt.Errorf("%w; starting it anew failed: %v", err, oerr)
 	}
 	note := fmt.Sprintf("The %s died (%v). It was started anew at %s; the page was loaded afresh, so anything not saved by the site is lost.", what, cause(err), d.lastURL)
-	metricRelaunches.WithLabelValues("ok").Inc()
+	metricRelaunches.WithLabelValues(RelaunchOK).Inc()
 	d.restarts = append(d.restarts, note)
 	d.note(note)
 	d.log.WarnContext(ctx, "display restarted", "reason", err, "url", d.lastURL)

@@ -40,10 +40,23 @@ func init() {
 	for _, d := range []string{"browser", "sandbox", Desktop, VNC} {
 		metricCrashes.WithLabelValues(d)
 	}
-	for _, o := range []string{"ok", "failed", "refused"} {
+	for _, o := range []string{RelaunchOK, RelaunchFailed, RelaunchRefused} {
 		metricRelaunches.WithLabelValues(o)
 	}
 }
+
+// The outcomes of a dead display's relaunch.
+const (
+	RelaunchOK      = "ok"
+	RelaunchFailed  = "failed"  // the new one did not start
+	RelaunchRefused = "refused" // past the restart limit
+)
+
+// Relaunched counts a relaunch of a dead display by its owner, for a
+// display opened with MaxRestarts below 0 (a session's guard relaunches
+// it at its last page): outcome is one of RelaunchOK, RelaunchFailed,
+// RelaunchRefused. The display counts its own restarts itself.
+func Relaunched(outcome string) { metricRelaunches.WithLabelValues(outcome).Inc() }
 
 // observeStart counts a sandbox start of backend that began at t0.
 func observeStart(backend isolate.Backend, t0 time.Time, err error) {
