@@ -18,11 +18,15 @@ demo: deps build ## run the demo task (a replayed Claude session on the built-in
 	@rm -rf runs/demo
 	./$(BIN) run $(DEMO) --out runs/demo
 
-test: deps ## vet, unit tests with -race, then every test against a real Chromium, Xvnc and Playwright
+test: deps ## vet, unit tests with -race, every test against a real Chromium, Xvnc and Playwright (the behaviour matrix among them, its table printed), the TypeScript clients
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
-	SPOTTER_INTEGRATION=1 $(GO) test -count=1 -timeout 15m ./...
+	@mkdir -p runs && rm -f runs/matrix.md
+	SPOTTER_INTEGRATION=1 SPOTTER_MATRIX_TABLE=$(CURDIR)/runs/matrix.md $(GO) test -count=1 -timeout 30m ./... \
+	  || { cat runs/matrix.md 2>/dev/null; exit 1; }
+	@cat runs/matrix.md
 	SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/
+	cd clients/typescript && npm test
 
 bench: deps build ## spotter bench (step, capture, concurrency, sandbox, server, tokens against a same-run Playwright baseline), then the display benchmarks
 	./$(BIN) bench --json runs/bench/figures.jsonl

@@ -182,15 +182,27 @@ func (b *Button) UnmarshalText(t []byte) error {
 
 // Point is a position in some coordinate space; which one depends on where
 // the Point travels (model space in an Action, CSS pixels in a screen.Mapped).
+//
+// Ref, when set, names an element of a page's snapshot instead (an MCP
+// client's {"ref": "e12"}): the executor resolves it to the element's
+// visible centre on the current screenshot before anything else looks at
+// the action, and keeps the ref beside the point it resolved to, for the
+// record. A display never receives a point whose ref is unresolved.
 type Point struct {
-	X float64 `json:"x"`
-	Y float64 `json:"y"`
+	X   float64 `json:"x"`
+	Y   float64 `json:"y"`
+	Ref string  `json:"ref,omitempty"`
 }
 
 // Pt is shorthand for Point{x, y}.
 func Pt(x, y float64) Point { return Point{X: x, Y: y} }
 
-func (p Point) String() string { return fmt.Sprintf("(%g,%g)", p.X, p.Y) }
+func (p Point) String() string {
+	if p.Ref != "" {
+		return fmt.Sprintf("%s(%g,%g)", p.Ref, p.X, p.Y)
+	}
+	return fmt.Sprintf("(%g,%g)", p.X, p.Y)
+}
 
 // Rect is an axis-aligned rectangle from Min (inclusive) to Max (exclusive).
 type Rect struct {

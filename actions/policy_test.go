@@ -22,7 +22,7 @@ func sample() []Action {
 		{Kind: MouseDown},
 		{Kind: MouseUp},
 		{Kind: Move, At: Pt(1, 1), HasAt: true},
-		{Kind: Drag, Path: []Point{{1, 1}, {2, 2}}},
+		{Kind: Drag, Path: []Point{{X: 1, Y: 1}, {X: 2, Y: 2}}},
 		{Kind: Scroll, At: Pt(1, 1), HasAt: true, DeltaY: 100},
 		{Kind: Type, Text: "hi"},
 		{Kind: Keypress, Keys: Chord{"Enter"}},

@@ -32,8 +32,8 @@ func TestValidateTabsDialogsUploads(t *testing.T) {
 		{"upload bad UTF-8", Action{Kind: Upload, Files: []string{"\xff"}}, Limits{}, "upload: files[0] is not a usable path"},
 		// The order of the checks: an unused field first, then the
 		// pointer, then keys and duration, then the kind's own fields.
-		{"unused field before a bad path", Action{Kind: Drag, Text: "x", Path: []Point{{1, 1}}}, Limits{}, "drag: text is not used by drag"},
-		{"bad path before a bad button", Action{Kind: Drag, Path: []Point{{1, 1}}, Button: 9}, Limits{}, "drag: path needs at least 2 points, it has 1"},
+		{"unused field before a bad path", Action{Kind: Drag, Text: "x", Path: []Point{{X: 1, Y: 1}}}, Limits{}, "drag: text is not used by drag"},
+		{"bad path before a bad button", Action{Kind: Drag, Path: []Point{{X: 1, Y: 1}}, Button: 9}, Limits{}, "drag: path needs at least 2 points, it has 1"},
 		{"bad modifier before a zero scroll", Action{Kind: Scroll, Modifiers: Chord{"a"}}, Limits{}, "scroll: modifiers: a is not a modifier key"},
 		{"bad keys before a bad duration", Action{Kind: HoldKey, Duration: -1}, Limits{}, "hold_key: keys are empty"},
 	}

@@ -176,7 +176,7 @@ func (g *Gate) inspect(ctx context.Context, r harness.ApprovalRequest) (Subject,
 	s := Subject{Index: r.Index, Action: r.Action, Mapped: r.Mapped, Frame: r.Frame,
 		DOM: g.cfg.HitTester != nil, PolicyHosts: g.cfg.PolicyHosts, DialogKnown: g.cfg.Dialogs != nil}
 	req := Request{Session: g.cfg.Session, CallID: r.CallID, Index: r.Index, Action: r.Action, Frame: r.Frame,
-		SafetyChecks: r.SafetyChecks, ModelText: r.ModelText, NoDOM: r.Index >= 0 && g.cfg.HitTester == nil}
+		Element: r.Element, SafetyChecks: r.SafetyChecks, ModelText: r.ModelText, NoDOM: r.Index >= 0 && g.cfg.HitTester == nil}
 	if req.NoDOM {
 		req.Note = NoDOMNote
 	}

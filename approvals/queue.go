@@ -53,6 +53,10 @@ type Request struct {
 	// panel marks on the screenshot). Nil for actions without a point.
 	Point  *actions.Point `json:"point,omitempty"`
 	Marker *actions.Point `json:"marker,omitempty"`
+	// Element frames, in pixels of the frame's image, the element that
+	// the action named by its reference (an MCP client's {"ref": "e3"});
+	// nil for an action in pixels.
+	Element *actions.Rect `json:"element,omitempty"`
 	// Target is the element the action reaches (nil without a DOM or
 	// without a target), Dialog the dialog open on the page.
 	Target *screen.Target `json:"target,omitempty"`

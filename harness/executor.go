@@ -78,6 +78,10 @@ type ExecutorConfig struct {
 	// Inspector tells whether typed text is secret before it is recorded.
 	// Nil: the Display, if it is an Inspector.
 	Inspector Inspector
+	// Referencer resolves element references (an MCP client's
+	// {"ref": "e3"}) and takes snapshots. Nil: the Display, if it is a
+	// Referencer.
+	Referencer Referencer
 	// InspectTimeout bounds one hit-test or focus query; default 3s.
 	InspectTimeout time.Duration
 
@@ -134,6 +138,11 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.Inspector == nil {
 		if in, ok := cfg.Display.(Inspector); ok {
 			cfg.Inspector = in
+		}
+	}
+	if cfg.Referencer == nil {
+		if rf, ok := cfg.Display.(Referencer); ok {
+			cfg.Referencer = rf
 		}
 	}
 	cfg.ActionTimeout = cmp.Or(cfg.ActionTimeout, 15*time.Second)
@@ -247,6 +256,10 @@ type Options struct {
 	// Prepared says the call's secrets were already decided (Prepare);
 	// otherwise Do decides them.
 	Prepared bool
+
+	// boxes frame the elements of the call's element references, in
+	// image pixels of its frame (resolveRefs).
+	boxes map[string]actions.Rect
 }
 
 // Prepare decides, before anything about them is recorded, which typed
@@ -453,6 +466,17 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 		defer e.run.Unlock()
 	}
 	ctx = WithActor(ctx, actor)
+	var refNotes []string
+	if hasRefs(c.Actions) && o.Refuse == nil && c.DecodeErr == nil {
+		// Element references become points of the current screen first:
+		// from here on the call is one in pixels, on the one path.
+		rc, boxes, notes, err := e.resolveRefs(ctx, c, actor)
+		if err != nil {
+			o.Refuse = err
+		} else {
+			c, o.boxes, refNotes = rc, boxes, notes
+		}
+	}
 	if !o.Prepared {
 		c = e.Prepare(ctx, []Call{c})[0]
 	}
@@ -465,7 +489,7 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 	e.recordCall(ce, c.Actions)
 
 	defer e.forgetUnsure(c.ID)
-	r := Result{CallID: c.ID, Notes: append([]string(nil), o.Notes...)}
+	r := Result{CallID: c.ID, Notes: append(append([]string(nil), o.Notes...), refNotes...)}
 	if o.Refuse != nil {
 		r.Err = o.Refuse
 	} else {
@@ -551,6 +575,9 @@ func (e *Executor) finish(r *Result, t0 time.Time, shot string, step int, actor 
 func (e *Executor) execute(ctx context.Context, c Call, o Options, actor Actor, r *Result) error {
 	if c.DecodeErr != nil {
 		return fmt.Errorf("could not decode the call: %w", c.DecodeErr)
+	}
+	if hasRefs(c.Actions) && o.boxes == nil {
+		return errors.New("the call's element references were not resolved") // never reaches a display
 	}
 	frame, err := e.frameFor(c, actor, r)
 	if err != nil {
@@ -670,6 +697,11 @@ func (e *Executor) actOne(ctx context.Context, c Call, o Options, actor Actor, i
 		req := ApprovalRequest{CallID: c.ID, Index: i, Action: a, Frame: frame, ModelText: o.ModelText}
 		if a.Kind.IsPointer() {
 			req.Mapped = &m
+		}
+		if ps := points(&a); len(ps) > 0 && ps[0].Ref != "" {
+			if b, ok := o.boxes[ps[0].Ref]; ok {
+				req.Element = &b
+			}
 		}
 		d, err := e.cfg.Approver.Approve(ctx, req)
 		if d.Secret && !a.Secret {

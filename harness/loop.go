@@ -107,13 +107,16 @@ type Decision struct {
 
 // ApprovalRequest is what a human sees when deciding.
 type ApprovalRequest struct {
-	CallID       string
-	Index        int            // index of Action in the call's batch; -1 for the call's safety checks
-	Action       actions.Action // in model coordinates
-	Mapped       *screen.Mapped // in CSS pixels; nil for actions without coordinates
-	Frame        screen.Frame   // the screenshot the model saw
-	SafetyChecks []SafetyCheck  // provider-raised checks, for Index -1
-	ModelText    string         // the model's own words for this turn
+	CallID string
+	Index  int            // index of Action in the call's batch; -1 for the call's safety checks
+	Action actions.Action // in model coordinates
+	Mapped *screen.Mapped // in CSS pixels; nil for actions without coordinates
+	Frame  screen.Frame   // the screenshot the model saw
+	// Element frames, in pixels of Frame's image, the element that an
+	// element reference of the action named (nil for a pixel action).
+	Element      *actions.Rect
+	SafetyChecks []SafetyCheck // provider-raised checks, for Index -1
+	ModelText    string        // the model's own words for this turn
 }
 
 // Config configures one run. Zero values are documented defaults.

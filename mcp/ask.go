@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -81,6 +82,9 @@ func (s *Server) park(ctx context.Context, id, session string, conn *sdk.ServerS
 		return errorResult(errors.New("the server is closed"))
 	}
 	s.parked[id] = p
+	if se := s.sessions[session]; se != nil {
+		se.busy++ // a call in progress, or waiting for its answer, is not idle
+	}
 	stop := context.AfterFunc(s.ctx, func() { cancel(errors.New("the server closed")) })
 	s.wg.Go(func() {
 		defer stop()
@@ -88,6 +92,10 @@ func (s *Server) park(ctx context.Context, id, session string, conn *sdk.ServerS
 		res := run(cctx)
 		s.mu.Lock()
 		delete(s.parked, id)
+		if se := s.sessions[session]; se != nil {
+			se.busy--
+			se.used = time.Now()
+		}
 		s.mu.Unlock()
 		p.done <- res
 	})

@@ -3,15 +3,21 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/url"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/internal/demo"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
+	"github.com/spotter-harness/spotter/screen/screentest"
 )
 
 // TestChromiumOverBothTransports drives the demo app in a real Chromium
@@ -84,4 +90,113 @@ func TestChromiumOverBothTransports(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefsOnChromium: a snapshot names the page's elements with refs
+// (never the password's value); a click and typing through refs reach
+// them, the button below the fold scrolled into view first; each
+// result says where its refs resolved; a ref whose element is gone, and
+// one no snapshot gave, are refused in words; a navigation makes the old
+// refs stale.
+func TestRefsOnChromium(t *testing.T) {
+	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
+		t.Skip("set SPOTTER_INTEGRATION=1 to run tests against a real Chromium")
+	}
+	ctx := t.Context()
+	b, err := cdp.Launch(ctx, cdp.Config{Viewport: screen.Size{W: 800, H: 600}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	srv, err := New(Config{
+		NewDisplay: func(ctx context.Context) (Display, error) { return b.NewDisplay(ctx, cdp.DisplayConfig{}) },
+		StartURL:   "data:text/html," + url.PathEscape(screentest.RefsPage),
+		Policy:     actions.Standard(),
+		Capture:    screen.CaptureOptions{Size: screen.Size{W: 640, H: 480}},
+		Logger:     slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close(context.Background()) })
+	cs := (&fixture{srv: srv}).connect(t, "memory")
+
+	snapshot := func() string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolSnapshot, Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("snapshot = %v, %+v", err, res)
+		}
+		return res.Content[0].(*sdk.TextContent).Text
+	}
+	ref := func(snap, line string) string {
+		t.Helper()
+		m := regexp.MustCompile(regexp.QuoteMeta(line) + `[^\n]*\[ref=(e\d+)\]`).FindStringSubmatch(snap)
+		if m == nil {
+			t.Fatalf("snapshot has no %q with a ref:\n%s", line, snap)
+		}
+		return m[1]
+	}
+	snap := snapshot()
+	t.Logf("snapshot:\n%s", snap)
+	for _, want := range []string{`heading "Sign up" [level=1]`, `textbox "Full name" [required]`, `textbox "PIN"`, `button "Send"`} {
+		if !strings.Contains(snap, want) {
+			t.Errorf("snapshot lacks %q", want)
+		}
+	}
+	name, pin, send, gone := ref(snap, `textbox "Full name"`), ref(snap, `textbox "PIN"`), ref(snap, `button "Send"`), ref(snap, `button "Vanish"`)
+
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolComputer, Arguments: map[string]any{"actions": []any{
+		map[string]any{"kind": "click", "at": map[string]any{"ref": name}},
+		map[string]any{"kind": "type", "text": "Ada"},
+		map[string]any{"kind": "click", "at": map[string]any{"ref": pin}},
+		map[string]any{"kind": "type", "text": "4711"},
+	}}})
+	if err != nil || res.IsError {
+		t.Fatalf("type through refs = %v, %+v", err, res)
+	}
+	n := lastNote(t, res)
+	if n.Ran != 4 || len(n.Notes) < 2 || !strings.Contains(n.Notes[0], name+` (textbox "Full name") is at (`) {
+		t.Errorf("type through refs: %+v, want 4 ran and where each ref resolved", n)
+	}
+	if snap := snapshot(); !strings.Contains(snap, `textbox "Full name" [required] [ref=`+name+`]: Ada`) || strings.Contains(snap, "4711") {
+		t.Errorf("snapshot after typing: want the name's value, and never the PIN's:\n%s", snap)
+	}
+	// Send is below the fold: it is scrolled into view, then clicked.
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolComputer, Arguments: map[string]any{"kind": "click", "at": map[string]any{"ref": send}}})
+	if err != nil || res.IsError {
+		t.Fatalf("click on %s = %v, %+v", send, err, res)
+	}
+	if n := lastNote(t, res); n.Ran != 1 || !strings.Contains(strings.Join(n.Notes, " "), send+` (button "Send") is at (`) {
+		t.Errorf("click on the ref below the fold: %+v", n)
+	}
+	if snap := snapshot(); !strings.Contains(snap, `sent Ada`) {
+		t.Errorf("the page did not see the click on Send (its title says so):\n%s", snap)
+	}
+	// An element that left the page, and a ref nobody gave.
+	if _, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"ref": gone}}); errText != "" {
+		t.Fatalf("click on Vanish: %s", errText)
+	}
+	for r, want := range map[string]string{gone: "no longer on the page", "e999": "no snapshot named"} {
+		if _, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"ref": r}}); !strings.Contains(errText, want) {
+			t.Errorf("click on %s: error %q, want %q", r, errText, want)
+		}
+	}
+	// A navigation leaves the old refs stale.
+	if _, _, errText := call(t, cs, ToolNavigate, map[string]any{"url": "about:blank"}); errText != "" {
+		t.Fatal(errText)
+	}
+	if _, _, errText := call(t, cs, ToolComputer, map[string]any{"kind": "click", "at": map[string]any{"ref": name}}); !strings.Contains(errText, "stale element reference") {
+		t.Errorf("click on %s after navigating: error %q, want it stale", name, errText)
+	}
+}
+
+// lastNote is the JSON note of a tool result.
+func lastNote(t *testing.T, res *sdk.CallToolResult) note {
+	t.Helper()
+	var n note
+	if err := json.Unmarshal([]byte(res.Content[len(res.Content)-1].(*sdk.TextContent).Text), &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -26,12 +26,16 @@ type fakeDisplay struct {
 	*screentest.Fake
 	mu       sync.Mutex
 	closed   bool
-	closeErr error // what Close returns
+	gone     chan struct{} // closed by Close
+	closeErr error         // what Close returns
 }
 
 func (f *fakeDisplay) Close(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.closed {
+		close(f.gone)
+	}
 	f.closed = true
 	return f.closeErr
 }
@@ -45,12 +49,18 @@ type fixture struct {
 
 func newFixture(t *testing.T, approver harness.Approver) *fixture {
 	t.Helper()
+	return newFixtureWith(t, approver, nil)
+}
+
+// newFixtureWith is newFixture with the Config changed by edit.
+func newFixtureWith(t *testing.T, approver harness.Approver, edit func(*Config)) *fixture {
+	t.Helper()
 	f := &fixture{}
 	policy := actions.Standard()
 	policy.Hosts = []string{"example.test"}
-	srv, err := New(Config{
+	cfg := Config{
 		NewDisplay: func(context.Context) (Display, error) {
-			d := &fakeDisplay{Fake: &screentest.Fake{Viewport: screen.Size{W: 1280, H: 800}}}
+			d := &fakeDisplay{Fake: &screentest.Fake{Viewport: screen.Size{W: 1280, H: 800}}, gone: make(chan struct{})}
 			f.mu.Lock()
 			f.displays = append(f.displays, d)
 			f.mu.Unlock()
@@ -60,7 +70,11 @@ func newFixture(t *testing.T, approver harness.Approver) *fixture {
 		Capture:  screen.CaptureOptions{Size: screen.Size{W: 1024, H: 640}},
 		Approver: approver,
 		Logger:   slog.New(slog.DiscardHandler),
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +389,7 @@ func TestOpenSessionStartURLGoesThroughThePolicy(t *testing.T) {
 	if !strings.Contains(errText, "not allowed") {
 		t.Errorf("open_session off the allowlist: error %q, want the policy's refusal", errText)
 	}
-	if got := f.srv.list(); len(got) != 0 {
+	if got := f.srv.list(""); len(got) != 0 {
 		t.Errorf("sessions after a refused open = %+v, want none", got)
 	}
 	opened, _, errText := call(t, cs, ToolOpenSession, map[string]any{"start_url": "https://example.test/a"})

@@ -1,11 +1,12 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,6 +23,7 @@ const (
 	ToolOpenSession  = "open_session"
 	ToolCloseSession = "close_session"
 	ToolListSessions = "list_sessions"
+	ToolSnapshot     = "snapshot"
 )
 
 func kindNames() []string {
@@ -32,63 +34,26 @@ func kindNames() []string {
 	return out
 }
 
-func obj(props map[string]any, required ...string) map[string]any {
-	m := map[string]any{"type": "object", "properties": props}
-	if len(required) > 0 {
-		m["required"] = required
-	}
-	return m
-}
-
-var (
-	point       = obj(map[string]any{"x": map[string]any{"type": "number"}, "y": map[string]any{"type": "number"}}, "x", "y")
-	sessionProp = map[string]any{"type": "string", "description": "session id from open_session; default: this connection's own session"}
-)
-
-// actionProps are the fields of actions.Action's JSON, in image pixels of
-// the screenshot the client saw.
-func actionProps() map[string]any {
-	return map[string]any{
-		"kind":        map[string]any{"type": "string", "enum": kindNames()},
-		"at":          map[string]any{"description": "image pixel to act at (clicks, move, scroll, mouse_down/up)", "allOf": []any{point}},
-		"path":        map[string]any{"type": "array", "items": point, "description": "drag: two or more image pixels"},
-		"button":      map[string]any{"type": "string", "description": "left (default), right, middle, back, forward"},
-		"modifiers":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "modifier keys held during a pointer action"},
-		"dx":          map[string]any{"type": "number", "description": "scroll: pixels right"},
-		"dy":          map[string]any{"type": "number", "description": "scroll: pixels down"},
-		"text":        map[string]any{"type": "string", "description": "type: the text"},
-		"keys":        map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "keypress, hold_key: one chord, e.g. [\"ctrl\", \"shift\", \"k\"]"},
-		"duration_ms": map[string]any{"type": "number", "description": "wait, hold_key: milliseconds"},
-		"region":      map[string]any{"type": "object", "description": "zoom: {min:{x,y}, max:{x,y}} in image pixels", "properties": map[string]any{"min": point, "max": point}},
-		"url":         map[string]any{"type": "string", "description": "navigate: the URL"},
-		"tab":         map[string]any{"type": "integer"},
-		"accept":      map[string]any{"type": "boolean"},
-		"files":       map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-	}
-}
-
-func computerSchema() map[string]any {
-	props := actionProps()
-	props["session"] = sessionProp
-	props["frame_id"] = map[string]any{"type": "string", "description": "the screenshot the coordinates refer to (default: the latest)"}
-	props["actions"] = map[string]any{"type": "array", "items": obj(actionProps(), "kind"),
-		"description": "a batch of actions instead of one; run in order, stopping at the first failure"}
-	return props
-}
-
 func (s *Server) addTools() {
+	in := toolSchemas()
 	s.srv.AddTool(&sdk.Tool{Name: ToolComputer,
 		Description: "Act on the session's screen with one canonical action (kind plus its fields) or a batch (actions), " +
-			"in pixels of the latest screenshot (or of frame_id). Answers with a fresh screenshot and a note naming its frame.",
-		InputSchema: obj(computerSchema())}, s.computer)
+			"in pixels of the latest screenshot (or of frame_id), or on elements by their ref from the snapshot tool " +
+			"(\"at\": {\"ref\": \"e12\"}). Answers with a fresh screenshot and a note naming its frame.",
+		InputSchema: in[ToolComputer]}, s.computer)
 	s.srv.AddTool(&sdk.Tool{Name: ToolNavigate, Description: "Open a URL in the session, if the policy allows its host.",
-		InputSchema: obj(map[string]any{"url": map[string]any{"type": "string"}, "session": sessionProp}, "url")}, s.navigate)
+		InputSchema: in[ToolNavigate]}, s.navigate)
 	s.srv.AddTool(&sdk.Tool{Name: ToolOpenSession, Description: "Open a new session: a display of its own. Returns its id and first screenshot.",
-		InputSchema: obj(map[string]any{"start_url": map[string]any{"type": "string"}})}, s.openSession)
+		InputSchema: in[ToolOpenSession]}, s.openSession)
 	s.srv.AddTool(&sdk.Tool{Name: ToolCloseSession, Description: "Close a session and its display.",
-		InputSchema: obj(map[string]any{"session": map[string]any{"type": "string"}}, "session")}, s.closeSessionTool)
+		InputSchema: in[ToolCloseSession]}, s.closeSessionTool)
 	s.srv.AddTool(&sdk.Tool{Name: ToolListSessions, Description: "List the open sessions.",
-		InputSchema: obj(map[string]any{})}, s.listSessions)
+		InputSchema: in[ToolListSessions]}, s.listSessions)
+	s.srv.AddTool(&sdk.Tool{Name: ToolSnapshot,
+		Description: "The page's accessibility tree as text: each element's role, name and states, with a short ref " +
+			"(\"e12\") that the computer tool takes wherever it takes a point. For clients without vision. " +
+			"Browser displays only.",
+		InputSchema: in[ToolSnapshot]}, s.snapshot)
 }
 
 type callArgs struct {
@@ -99,92 +64,139 @@ type callArgs struct {
 	Start   string            `json:"start_url"`
 }
 
+// args checks a call's arguments against its tool's input schema, in the
+// schema's words, and decodes the names every tool shares.
 func args(req *sdk.CallToolRequest) (callArgs, json.RawMessage, error) {
 	raw := json.RawMessage(req.Params.Arguments)
-	if len(raw) == 0 {
+	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage("{}")
 	}
 	var a callArgs
+	if s, ok := toolSchemas()[req.Params.Name]; ok {
+		if err := checkSchema(raw, s); err != nil {
+			return a, raw, err
+		}
+	}
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return a, raw, fmt.Errorf("%w: arguments: %v", actions.ErrInvalid, err)
+		return a, raw, fmt.Errorf("%w: arguments: %s", actions.ErrInvalid, inWords(err))
 	}
 	return a, raw, nil
 }
 
-// checkArgs refuses argument names the schema does not have: a client
-// that writes {"kind":"click","x":85,"y":254} must learn the right shape,
-// not have its click land at the pointer's old position. top allows the
-// call-level names (session, frame_id, actions) too.
-func checkArgs(m map[string]json.RawMessage, top bool) error {
-	props := actionProps()
-	for k := range m {
-		if _, ok := props[k]; ok {
-			continue
+// inWords says what a JSON decoding error means without Go's type names
+// (the schema check comes first, so this is a last resort).
+func inWords(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("%q has the wrong type (%s)", te.Field, te.Value)
 		}
-		if top && (k == "session" || k == "frame_id" || k == "actions") {
-			continue
-		}
-		hint := ""
-		if k == "x" || k == "y" {
-			hint = `; a point is "at": {"x": 85, "y": 254}`
-		}
-		return fmt.Errorf(`%w: unknown argument %q%s. An action is {"kind": ..., "at": {"x", "y"}, "text", "keys", "url", ...}, `+
-			`for example {"kind": "click", "at": {"x": 85, "y": 254}}`, actions.ErrInvalid, k, hint)
+		return fmt.Sprintf("a value has the wrong type (%s)", te.Value)
 	}
-	return nil
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "not JSON: " + se.Error()
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "Go "); i >= 0 {
+		msg = msg[:i] + "this tool"
+	}
+	return msg
 }
 
-// decodeAction reads one action from the tool's JSON: actions.Action's
-// fields, with "at" implying has_at and duration_ms in milliseconds.
-func decodeAction(raw json.RawMessage, top bool) (actions.Action, error) {
+// point is a point as the tool takes it: pixels, or an element's ref.
+type point struct {
+	X   *float64 `json:"x"`
+	Y   *float64 `json:"y"`
+	Ref string   `json:"ref"`
+}
+
+// of returns p as an actions.Point, refusing half of one.
+func (p point) of(name string) (actions.Point, error) {
+	switch {
+	case p.Ref != "" && (p.X != nil || p.Y != nil):
+		return actions.Point{}, fmt.Errorf("%w: %q has a ref and pixels: give {\"x\", \"y\"} or {\"ref\"}, not both", actions.ErrInvalid, name)
+	case p.Ref != "":
+		return actions.Point{Ref: p.Ref}, nil
+	case p.X == nil || p.Y == nil:
+		return actions.Point{}, fmt.Errorf("%w: %q needs both x and y (or a ref from the snapshot tool)", actions.ErrInvalid, name)
+	}
+	return actions.Point{X: *p.X, Y: *p.Y}, nil
+}
+
+// decodeAction reads one action from the tool's JSON, which checkSchema
+// has checked: actions.Action's fields, with "at" implying has_at, points
+// that may be refs, and duration_ms in milliseconds.
+func decodeAction(raw json.RawMessage) (actions.Action, error) {
 	var a actions.Action
-	var extra struct {
-		At         *actions.Point `json:"at"`
-		DurationMS *float64       `json:"duration_ms"`
-		Keys       []string       `json:"keys"`
-		Modifiers  []string       `json:"modifiers"`
+	var in struct {
+		Kind       string  `json:"kind"`
+		At         *point  `json:"at"`
+		Path       []point `json:"path"`
+		Button     string  `json:"button"`
+		Modifiers  []string
+		DX         float64 `json:"dx"`
+		DY         float64 `json:"dy"`
+		Text       string  `json:"text"`
+		Keys       []string
+		DurationMS *float64 `json:"duration_ms"`
+		Region     *struct {
+			Min point `json:"min"`
+			Max point `json:"max"`
+		} `json:"region"`
+		URL    string   `json:"url"`
+		Tab    int      `json:"tab"`
+		Accept bool     `json:"accept"`
+		Files  []string `json:"files"`
 	}
-	if err := json.Unmarshal(raw, &extra); err != nil {
-		return a, fmt.Errorf("%w: %v", actions.ErrInvalid, err)
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return a, fmt.Errorf("%w: %s", actions.ErrInvalid, inWords(err))
 	}
-	// Keys and modifiers may be in any dialect (ChordOf reads them), and
-	// duration_ms replaces actions.Action's nanoseconds.
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return a, fmt.Errorf("%w: %v", actions.ErrInvalid, err)
-	}
-	if err := checkArgs(m, top); err != nil {
-		return a, err
-	}
-	for _, k := range []string{"keys", "modifiers", "duration_ms", "session", "frame_id", "actions"} {
-		delete(m, k)
-	}
-	if extra.DurationMS != nil {
-		delete(m, "duration")
-	}
-	raw, _ = json.Marshal(m)
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&a); err != nil {
-		return a, fmt.Errorf("decode the action: %w", err)
+	if in.Kind == "" {
+		return a, fmt.Errorf("%w: kind is required (one of %s)", actions.ErrInvalid, strings.Join(kindNames(), ", "))
 	}
 	var err error
-	if len(extra.Keys) > 0 {
-		if a.Keys, err = actions.ChordOf(extra.Keys); err != nil {
+	if a.Kind, err = actions.ParseKind(in.Kind); err != nil {
+		return a, err
+	}
+	if a.Button, err = actions.ParseButton(in.Button); err != nil {
+		return a, err
+	}
+	if in.At != nil {
+		if a.At, err = in.At.of("at"); err != nil {
+			return a, err
+		}
+		a.HasAt = true
+	}
+	for i, p := range in.Path {
+		q, err := p.of(fmt.Sprintf("path[%d]", i))
+		if err != nil {
+			return a, err
+		}
+		a.Path = append(a.Path, q)
+	}
+	if in.Region != nil {
+		if a.Region.Min, err = in.Region.Min.of("region.min"); err != nil {
+			return a, err
+		}
+		if a.Region.Max, err = in.Region.Max.of("region.max"); err != nil {
+			return a, err
+		}
+	}
+	a.DeltaX, a.DeltaY, a.Text, a.URL, a.Tab, a.Accept, a.Files = in.DX, in.DY, in.Text, in.URL, in.Tab, in.Accept, in.Files
+	// Keys and modifiers may be in any dialect (ChordOf reads them).
+	if len(in.Keys) > 0 {
+		if a.Keys, err = actions.ChordOf(in.Keys); err != nil {
 			return a, fmt.Errorf("%w: keys: %v", actions.ErrInvalid, err)
 		}
 	}
-	if len(extra.Modifiers) > 0 {
-		if a.Modifiers, err = actions.ChordOf(extra.Modifiers); err != nil {
+	if len(in.Modifiers) > 0 {
+		if a.Modifiers, err = actions.ChordOf(in.Modifiers); err != nil {
 			return a, fmt.Errorf("%w: modifiers: %v", actions.ErrInvalid, err)
 		}
 	}
-	if a.Kind == actions.KindInvalid {
-		return a, fmt.Errorf("%w: kind is required (one of %v)", actions.ErrInvalid, kindNames())
-	}
-	if extra.At != nil {
-		a.HasAt = true
-	}
-	if extra.DurationMS != nil {
-		a.Duration = time.Duration(*extra.DurationMS * float64(time.Millisecond))
+	if in.DurationMS != nil {
+		a.Duration = time.Duration(*in.DurationMS * float64(time.Millisecond))
 	}
 	return a, nil
 }
@@ -200,20 +212,20 @@ func (s *Server) computer(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	var batch []actions.Action
 	if len(a.Actions) > 0 {
 		for i, r := range a.Actions {
-			act, err := decodeAction(r, false)
+			act, err := decodeAction(r)
 			if err != nil {
 				return errorResult(fmt.Errorf("actions[%d]: %w", i, err)), nil
 			}
 			batch = append(batch, act)
 		}
 	} else {
-		act, err := decodeAction(raw, true)
+		act, err := decodeAction(raw)
 		if err != nil {
 			return errorResult(err), nil
 		}
 		batch = []actions.Action{act}
 	}
-	se, err := s.lookup(ctx, req.Session, a.Session)
+	se, err := s.lookup(ctx, req.Session, clientOf(req.Extra), a.Session)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -228,7 +240,7 @@ func (s *Server) navigate(ctx context.Context, req *sdk.CallToolRequest) (*sdk.C
 	if err != nil {
 		return errorResult(err), nil
 	}
-	se, err := s.lookup(ctx, req.Session, a.Session)
+	se, err := s.lookup(ctx, req.Session, clientOf(req.Extra), a.Session)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -244,7 +256,7 @@ func (s *Server) openSession(ctx context.Context, req *sdk.CallToolRequest) (*sd
 	if err != nil {
 		return errorResult(err), nil
 	}
-	se, err := s.open(ctx, "")
+	se, err := s.open(ctx, req.Session, clientOf(req.Extra), "", false)
 	if err != nil {
 		return errorResult(err), nil
 	}
@@ -281,14 +293,38 @@ func (s *Server) closeSessionTool(ctx context.Context, req *sdk.CallToolRequest)
 	if a.Session == "" {
 		return errorResult(errors.New("session is required")), nil
 	}
-	if err := s.closeSession(ctx, a.Session); err != nil {
+	if err := s.closeSessionOf(ctx, clientOf(req.Extra), a.Session); err != nil {
 		return errorResult(err), nil
 	}
 	return textResult(map[string]any{"closed": a.Session}), nil
 }
 
+func (s *Server) snapshot(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	a, _, err := args(req)
+	if err != nil {
+		return errorResult(err), nil
+	}
+	se, err := s.lookup(ctx, req.Session, clientOf(req.Extra), a.Session)
+	if err != nil {
+		return errorResult(err), nil
+	}
+	snap, err := se.exec.Snapshot(ctx, harness.ActorClient)
+	if err != nil {
+		return errorResult(err), nil
+	}
+	page := snap.URL
+	if len(page) > 200 {
+		page = page[:200] + "..."
+	}
+	head := fmt.Sprintf("session: %s\npage: %s\n", se.id, page)
+	if snap.Title != "" {
+		head += fmt.Sprintf("title: %q\n", snap.Title)
+	}
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: head + "\n" + snap.Text}}}, nil
+}
+
 func (s *Server) listSessions(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	return textResult(map[string]any{"sessions": s.list()}), nil
+	return textResult(map[string]any{"sessions": s.list(clientOf(req.Extra))}), nil
 }
 
 // call runs a batch of conn's call of tool in the session, through the
@@ -300,9 +336,15 @@ func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session,
 		batch[i].Secret = false // the executor decides
 	}
 	id := s.callID()
+	s.mu.Lock()
+	var notes []string
+	if se.note != "" {
+		notes, se.note = []string{se.note}, ""
+	}
+	s.mu.Unlock()
 	return s.park(ctx, id, se.id, conn, func(ctx context.Context) *sdk.CallToolResult {
 		r := se.exec.Do(ctx, harness.Call{ID: id, Name: tool, Actions: batch, Space: screen.Image, FrameID: frameID,
-			Raw: raw}, harness.Options{Actor: harness.ActorClient})
+			Raw: raw}, harness.Options{Actor: harness.ActorClient, Notes: notes})
 		if r.Err != nil {
 			s.log.InfoContext(ctx, "call failed", "session", se.id, "call", id, "err", r.Err)
 		}
@@ -310,12 +352,10 @@ func (s *Server) call(ctx context.Context, conn *sdk.ServerSession, se *session,
 	})
 }
 
-// callID names a new call of this server.
+// callID names a new call: uniquely among every server's, since a
+// session resumed elsewhere keeps the calls it had (its record's).
 func (s *Server) callID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	return fmt.Sprintf("mcp-%d", s.seq)
+	return "mcp-" + strings.ToLower(rand.Text()[:12])
 }
 
 // note is the text part of a result.

@@ -134,13 +134,13 @@ func (d *db) CreateOwnedSession(ctx context.Context, s Session, replica string) 
 
 // ownerQuery reads sessions with their owner and the owner's lease.
 const ownerQuery = `SELECT s.id, COALESCE(o.owner, ''), COALESCE(o.epoch, 0), COALESCE(o.since_us, 0),
-COALESCE(r.addr, ''), COALESCE(r.expires_us, 0)
+COALESCE(r.addr, ''), COALESCE(r.expires_us, 0), s.conn
 FROM sessions s LEFT JOIN session_owners o ON o.session = s.id LEFT JOIN replicas r ON r.id = o.owner`
 
 func scanOwner(sc scanner) (Owner, error) {
 	var o Owner
 	var since, expires int64
-	err := sc.Scan(&o.Session, &o.Replica, &o.Epoch, &since, &o.Addr, &expires)
+	err := sc.Scan(&o.Session, &o.Replica, &o.Epoch, &since, &o.Addr, &expires, &o.Conn)
 	if since != 0 {
 		o.Since = fromMicros(since)
 	}
@@ -157,6 +157,20 @@ func (d *db) Owner(ctx context.Context, session string) (Owner, error) {
 		return Owner{}, fmt.Errorf("owner of session %s: %w", session, ErrNotFound)
 	} else if err != nil {
 		return Owner{}, fmt.Errorf("owner of session %s: %w", session, err)
+	}
+	return o, nil
+}
+
+// ConnOwner says who owns the newest session of an MCP connection.
+func (d *db) ConnOwner(ctx context.Context, conn string) (Owner, error) {
+	if conn == "" {
+		return Owner{}, fmt.Errorf("owner of MCP connection: empty id: %w", ErrNotFound)
+	}
+	o, err := scanOwner(d.sql.QueryRowContext(ctx, d.q(ownerQuery+` WHERE s.conn = ? AND s.conn <> '' ORDER BY s.created_us DESC, s.id DESC LIMIT 1`), conn))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Owner{}, fmt.Errorf("owner of MCP connection %s: %w", conn, ErrNotFound)
+	} else if err != nil {
+		return Owner{}, fmt.Errorf("owner of MCP connection %s: %w", conn, err)
 	}
 	return o, nil
 }

@@ -161,13 +161,13 @@ func (d *db) bump(ctx context.Context, tx *sql.Tx, session, counter string) (int
 
 // Sessions.
 
-const sessionCols = `id, kind, title, status, config, state, url, step, error, created_us, updated_us`
+const sessionCols = `id, kind, title, status, config, state, url, step, error, created_us, updated_us, conn`
 
 func scanSession(sc scanner) (Session, error) {
 	var s Session
 	var config, state []byte
 	var created, updated int64
-	err := sc.Scan(&s.ID, &s.Kind, &s.Title, &s.Status, &config, &state, &s.URL, &s.Step, &s.Error, &created, &updated)
+	err := sc.Scan(&s.ID, &s.Kind, &s.Title, &s.Status, &config, &state, &s.URL, &s.Step, &s.Error, &created, &updated, &s.Conn)
 	s.Config, s.State = raw(config), raw(state)
 	s.Created, s.Updated = fromMicros(created), fromMicros(updated)
 	return s, err
@@ -193,14 +193,15 @@ func (d *db) CreateSession(ctx context.Context, s Session) error {
 	return nil
 }
 
-// insertSession inserts s in tx; an existing id is ErrConflict.
+// insertSession inserts s in tx; an existing id is ErrConflict. Conn is
+// set here only: a session never changes connection.
 func (d *db) insertSession(ctx context.Context, tx *sql.Tx, s Session) error {
 	args, err := sessionArgs(s)
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, d.q(`INSERT INTO sessions (kind, title, status, config, state, url, step, error, created_us, updated_us, id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), args...)
+	res, err := tx.ExecContext(ctx, d.q(`INSERT INTO sessions (kind, title, status, config, state, url, step, error, created_us, updated_us, id, conn)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`), append(args, s.Conn)...)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,10 @@ type Session struct {
 	Error   string          `json:"error,omitempty"`
 	Created time.Time       `json:"created"`
 	Updated time.Time       `json:"updated"`
+	// Conn is the MCP connection (its Mcp-Session-Id) that a session of
+	// kind mcp belongs to, set when it is created; "" for others. The
+	// sessions of one connection are owned, and adopted, together.
+	Conn string `json:"-"`
 }
 
 // Event is one entry of a session's event stream, as sent over SSE.
@@ -175,6 +179,9 @@ type Owner struct {
 	// Addr and Expires are the owning replica's, zero when its row is gone.
 	Addr    string    `json:"addr,omitempty"`
 	Expires time.Time `json:"expires,omitzero"`
+	// Conn is the session's Session.Conn: orphans of one MCP connection
+	// are adopted together.
+	Conn string `json:"conn,omitempty"`
 }
 
 // Live reports whether the owner's lease runs at now.
@@ -266,6 +273,10 @@ type Store interface {
 	CreateOwnedSession(ctx context.Context, s Session, replica string) error
 	// Owner says who owns a session; an unknown session is ErrNotFound.
 	Owner(ctx context.Context, session string) (Owner, error)
+	// ConnOwner says who owns the newest session of an MCP connection
+	// (Session.Conn), and so the connection; a connection without
+	// sessions is ErrNotFound.
+	ConnOwner(ctx context.Context, conn string) (Owner, error)
 	// Orphans lists the sessions whose owner's lease has run out at now,
 	// that were released, or that never had an owner: oldest first.
 	Orphans(ctx context.Context, now time.Time) ([]Owner, error)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -22,14 +23,16 @@ const (
 
 // Actors, as the audit log names them.
 const (
-	actorAPI      = "token:api"      // a client with the bearer token
-	actorOperator = "operator:panel" // the panel, logged in with the token
-	actorScoped   = "token:session/" // + the session id: a session-scoped token
+	actorAPI      = "token:api"         // a client with the bearer token
+	actorOperator = "operator:panel"    // the panel, logged in with the token
+	actorScoped   = "token:session/"    // + the session id: a session-scoped token
+	actorClient   = "token:mcp-client/" // + the client's name: an MCP client token
 )
 
 const (
 	ctxActor = "spotter.actor"
 	ctxScope = "spotter.scope" // the session of a scoped token
+	ctxMCP   = "spotter.mcp"   // the client of an MCP client token
 )
 
 // derive makes a credential from the server token, so that cookies stay
@@ -101,6 +104,16 @@ func (s *Server) authenticate(c *gin.Context) {
 		case equal(tok, s.token):
 			c.Set(ctxActor, actorAPI)
 		default:
+			if client, ok := s.mcpClient(tok); ok {
+				route := c.Request.Method + " " + c.FullPath()
+				if !mcpRoutes[route] && route != "POST /logout" {
+					abort(c, http.StatusForbidden, "an MCP client token can use /mcp only")
+					return
+				}
+				c.Set(ctxActor, actorClient+client)
+				c.Set(ctxMCP, client)
+				break
+			}
 			sid, ok := s.scopedSession(tok)
 			if !ok {
 				abort(c, http.StatusUnauthorized, "bad credentials")
@@ -270,4 +283,54 @@ func (s *Server) issueToken(c *gin.Context) {
 	}
 	s.mgr.Audit(c.Request.Context(), actor(c), "token_issued", ss.ID(), "", nil)
 	c.JSON(http.StatusOK, gin.H{"session": ss.ID(), "token": s.ScopedToken(ss.ID())})
+}
+
+// MCP client tokens (docs/MCP.md, "Clients of spotter serve") are
+// "mct." + the client's name + "." + an HMAC of the name under the server
+// token: like session tokens, nothing is stored. A connection to /mcp with
+// one sees and drives only the MCP sessions that client opened; the server
+// token sees them all.
+const mcpClientPrefix = "mct."
+
+// mcpRoutes are the routes an MCP client token may use.
+var mcpRoutes = map[string]bool{"GET /mcp": true, "POST /mcp": true, "DELETE /mcp": true}
+
+// validClient is what an MCP client's name may be.
+var validClient = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// MCPClientToken returns the token of MCP client name.
+func (s *Server) MCPClientToken(name string) string {
+	return mcpClientPrefix + name + "." + s.derive("mcp-client/"+name)
+}
+
+// mcpClient returns the client of a valid MCP client token.
+func (s *Server) mcpClient(tok string) (string, bool) {
+	rest, ok := strings.CutPrefix(tok, mcpClientPrefix)
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, ".")
+	if !ok || !validClient.MatchString(name) || !equal(tok, s.MCPClientToken(name)) {
+		return "", false
+	}
+	return name, true
+}
+
+// issueMCPToken answers POST /mcp/tokens {"client": NAME}: a token for
+// one MCP client, for the server token or the panel only.
+func (s *Server) issueMCPToken(c *gin.Context) {
+	_, scoped := c.Get(ctxScope)
+	if _, client := c.Get(ctxMCP); scoped || client {
+		abort(c, http.StatusForbidden, "a scoped token cannot issue tokens")
+		return
+	}
+	var body struct {
+		Client string `json:"client"`
+	}
+	if err := c.ShouldBindJSON(&body); err != nil || !validClient.MatchString(body.Client) {
+		abort(c, http.StatusBadRequest, `want {"client": NAME}, a name of 1 to 64 letters, digits, "_" or "-"`)
+		return
+	}
+	s.mgr.Audit(c.Request.Context(), actor(c), "mcp_token_issued", "", "", map[string]string{"client": body.Client})
+	c.JSON(http.StatusOK, gin.H{"client": body.Client, "token": s.MCPClientToken(body.Client)})
 }

@@ -116,6 +116,7 @@ type cluster struct {
 	mu        sync.Mutex
 	renewed   time.Time       // when the last heartbeat that succeeded began
 	adopting  map[string]bool // sessions claimed and being restored
+	wg        sync.WaitGroup  // adoptions in the background (adopt)
 	lastRound time.Time
 }
 
@@ -361,6 +362,9 @@ func (c *cluster) fence(why string) {
 	metricLeaseLost.Inc()
 	c.log.Error("replica lease lost: stopping every session so that none runs on two replicas", "why", why)
 	c.lostErr.Store(why)
+	if err := c.s.handOverMCP(context.Background()); err != nil {
+		c.log.Warn("stop MCP sessions", "err", err)
+	}
 	if err := c.s.mgr.Close(context.Background()); err != nil {
 		c.log.Warn("stop sessions", "err", err)
 	}
@@ -417,13 +421,24 @@ func (c *cluster) candidates(ctx context.Context, now time.Time) ([]store.Replic
 // adopt claims and restores the orphaned sessions assigned to this
 // replica. Every replica computes the same assignment from the store:
 // each orphan, oldest first, to the replica with the most room (counting
-// the orphans assigned before it). An orphan whose assignee has not taken
-// it within two leases is anyone's. Claims are compare-and-set on the
+// the orphans assigned before it); the sessions of one MCP connection go
+// together, with the oldest. An orphan whose assignee has not taken it
+// within two leases is anyone's. Claims are compare-and-set on the
 // session's ownership epoch, so a session is adopted once.
 func (c *cluster) adopt(ctx context.Context, now time.Time) error {
 	orphans, err := c.st.Orphans(ctx, now)
 	if err != nil || len(orphans) == 0 {
 		return err
+	}
+	var units [][]store.Owner
+	byConn := map[string]int{}
+	for _, o := range orphans {
+		if i, ok := byConn[o.Conn]; ok && o.Conn != "" {
+			units[i] = append(units[i], o)
+			continue
+		}
+		byConn[o.Conn] = len(units)
+		units = append(units, []store.Owner{o})
 	}
 	cands, err := c.candidates(ctx, now)
 	if err != nil {
@@ -436,7 +451,7 @@ func (c *cluster) adopt(ctx context.Context, now time.Time) error {
 	for _, r := range cands {
 		rooms[r.ID] = room(r)
 	}
-	for _, o := range orphans {
+	for _, unit := range units {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -446,7 +461,8 @@ func (c *cluster) adopt(ctx context.Context, now time.Time) error {
 				best = r.ID
 			}
 		}
-		rooms[best]--
+		rooms[best] -= len(unit)
+		o := unit[0]
 		lapsed := o.Expires
 		if lapsed.IsZero() {
 			lapsed = o.Since // released, or never owned (zero: at once)
@@ -454,21 +470,60 @@ func (c *cluster) adopt(ctx context.Context, now time.Time) error {
 		if best != c.id && now.Sub(lapsed) < 2*c.ttl {
 			continue
 		}
-		c.claim(ctx, o, now)
+		if !c.markAdopting(unit) {
+			continue // being adopted here already
+		}
+		if unit[0].Conn == "" {
+			c.claimAll(ctx, unit, now)
+			continue
+		}
+		// An MCP connection's sessions open their displays as they are
+		// adopted (mcp.Server.Resume), which takes seconds: in the
+		// background, so that the lease is renewed meanwhile (close
+		// waits for them).
+		bg := context.WithoutCancel(ctx)
+		c.wg.Go(func() { c.claimAll(bg, unit, now) })
 	}
 	return nil
 }
 
-// claim takes one orphan over and resumes it here.
-func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
+// markAdopting marks the sessions of unit as being adopted here, unless
+// one is already.
+func (c *cluster) markAdopting(unit []store.Owner) bool {
 	c.mu.Lock()
-	c.adopting[o.Session] = true
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	for _, o := range unit {
+		if c.adopting[o.Session] {
+			return false
+		}
+	}
+	for _, o := range unit {
+		c.adopting[o.Session] = true
+	}
+	return true
+}
+
+// claimAll takes orphans over (the sessions of one MCP connection, or
+// one session, marked by markAdopting) and resumes them here; requests
+// for any of them wait (503, or an MCP client's event stream held) until
+// all are (isAdopting). Each claim has a third of a lease.
+func (c *cluster) claimAll(ctx context.Context, unit []store.Owner, now time.Time) {
 	defer func() {
 		c.mu.Lock()
-		delete(c.adopting, o.Session)
+		for _, o := range unit {
+			delete(c.adopting, o.Session)
+		}
 		c.mu.Unlock()
 	}()
+	for _, o := range unit {
+		cctx, cancel := context.WithTimeout(ctx, c.ttl/3)
+		c.claim(cctx, o, now)
+		cancel()
+	}
+}
+
+// claim takes one orphan over and resumes it here.
+func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
 	if _, err := c.st.ClaimSession(ctx, o.Session, c.id, o.Epoch, now); err != nil {
 		if !errors.Is(err, store.ErrConflict) {
 			c.log.Warn("claim an orphaned session", "session", o.Session, "err", err)
@@ -504,6 +559,7 @@ func (c *cluster) close() {
 	if c.stop != nil {
 		c.stop()
 		<-c.done
+		c.wg.Wait()
 	}
 }
 
@@ -591,6 +647,10 @@ func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
 				return // the client left
 			}
 			c.log.WarnContext(r.Context(), "forward to replica", "to", addr, "method", r.Method, "path", r.URL.Path, "err", err)
+			if hold, ok := r.Context().Value(mcpStreamKey{}).(func(http.ResponseWriter, *http.Request)); ok {
+				hold(w, r)
+				return
+			}
 			w.Header().Set("Content-Type", "application/json; charset=utf-8")
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -650,10 +710,19 @@ func (s *Server) route(g *gin.Context) {
 	switch {
 	case s.closing.Load() && (sessionRoutes[route] || newSessionRoutes[route] || route == "POST /approvals/:id"):
 		unavailable(g, time.Second, "this server is handing its sessions over; try again")
+	case s.closing.Load() && mcpRoutes[route]:
+		if g.Request.Method == http.MethodGet {
+			writeMCPRetry(g.Writer, time.Second, "this server is handing its MCP connections over; come back")
+			g.Abort()
+		} else {
+			unavailable(g, time.Second, "this server is handing its MCP connections over; try again")
+		}
 	case newSessionRoutes[route] || route == "POST /mcp" && g.GetHeader("Mcp-Session-Id") == "":
 		s.routeNew(g, route, forwarded)
 	case c == nil:
 		g.Next()
+	case mcpRoutes[route]:
+		s.routeMCP(g, g.GetHeader("Mcp-Session-Id"), forwarded)
 	case sessionRoutes[route] || route == "POST /session/:id/token":
 		// sessionRoutes (auth.go): a session's own routes. Issuing a
 		// token needs no state, but checks that the session exists.
@@ -674,7 +743,7 @@ func (s *Server) route(g *gin.Context) {
 // room; none while draining.
 func (s *Server) routeNew(g *gin.Context, route string, forwarded bool) {
 	c := s.cluster
-	if c != nil && !forwarded && route != "POST /mcp" {
+	if c != nil && !forwarded {
 		addr, err := c.place(g.Request.Context())
 		if err != nil {
 			s.log.WarnContext(g.Request.Context(), "place a session", "err", err)
@@ -689,6 +758,169 @@ func (s *Server) routeNew(g *gin.Context, route string, forwarded bool) {
 		return
 	}
 	g.Next()
+}
+
+// routeMCP answers a request of an MCP client's connection here, or
+// forwards it to the replica that holds it: the owner of its sessions
+// (which are owned, and adopted, together), or, while it has none, the
+// replica that made it (its Mcp-Session-Id starts with that replica's id
+// and a dot). While its sessions are between owners the answer is 503
+// with Retry-After (to a GET, an event stream that says when to come
+// back); a connection without sessions whose replica is gone is gone
+// with it: 404, which tells an MCP client to start a new connection.
+func (s *Server) routeMCP(g *gin.Context, conn string, forwarded bool) {
+	c := s.cluster
+	if s.mcp.Holds(conn) {
+		g.Next()
+		return
+	}
+	o, err := s.st.ConnOwner(g.Request.Context(), conn)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s.routeNewConn(g, conn, forwarded)
+		return
+	case err != nil:
+		s.log.Warn("find an MCP connection's replica", "err", err)
+		unavailable(g, time.Second, "the store did not answer; try again")
+		return
+	}
+	now := time.Now()
+	switch {
+	case c.isAdopting(o.Session):
+		s.mcpUnavailable(g, conn, o, time.Second, "this replica is taking the MCP connection's sessions over; try again")
+	case o.Replica == c.id:
+		g.Next() // owned here, not held: its sessions ended; the handler answers
+	case forwarded:
+		s.mcpUnavailable(g, conn, o, time.Second, "the MCP connection is moving between replicas; try again")
+	case o.Live(now):
+		if g.Request.Method == http.MethodGet {
+			// Should the owner be gone, its client's event stream is held
+			// until the connection is reachable again.
+			hold := func(w http.ResponseWriter, r *http.Request) {
+				s.holdMCPStream(w, r, conn, o, "the replica that runs this MCP connection did not answer")
+			}
+			g.Request = g.Request.WithContext(context.WithValue(g.Request.Context(), mcpStreamKey{}, hold))
+		}
+		c.forward(g, o.Addr)
+	default:
+		retry := c.retryIn(o.Expires)
+		s.mcpUnavailable(g, conn, o, retry, fmt.Sprintf("the replica that ran this MCP connection is gone; another takes it over within %v: try again",
+			retry.Round(time.Second)))
+	}
+}
+
+// routeNewConn routes a request of an MCP connection that has no session
+// yet: to the replica that made it.
+func (s *Server) routeNewConn(g *gin.Context, conn string, forwarded bool) {
+	c := s.cluster
+	i := strings.LastIndexByte(conn, '.')
+	if i < 0 || forwarded || conn[:i] == c.id {
+		g.Next()
+		return
+	}
+	rs, err := s.st.Replicas(g.Request.Context())
+	if err != nil {
+		s.log.Warn("find an MCP connection's replica", "err", err)
+		unavailable(g, time.Second, "the store did not answer; try again")
+		return
+	}
+	now := time.Now()
+	for _, r := range rs {
+		if r.ID == conn[:i] && r.Live(now) && r.Addr != "" {
+			c.forward(g, r.Addr)
+			return
+		}
+	}
+	abort(g, http.StatusNotFound, "session not found: the replica that held this MCP connection is gone; start a new one")
+}
+
+// mcpUnavailable answers a request of MCP connection conn, whose
+// sessions are between replicas (seen owning them): 503 with Retry-After,
+// a failure an MCP client does not take as the end of its connection; but
+// a GET, the client's event stream, is held open until the connection can
+// be reached again (holdMCPStream).
+func (s *Server) mcpUnavailable(g *gin.Context, conn string, seen store.Owner, retry time.Duration, why string) {
+	if g.Request.Method != http.MethodGet {
+		unavailable(g, retry, why)
+		return
+	}
+	s.holdMCPStream(g.Writer, g.Request, conn, seen, why)
+	g.Abort()
+}
+
+// mcpStreamKey marks (in its context) an MCP client's event stream that
+// is forwarded: if the replica it goes to does not answer, the function
+// it holds answers it (holdMCPStream).
+type mcpStreamKey struct{}
+
+// holdMCPStream answers the event stream (GET) of MCP connection conn
+// while its sessions are between replicas (seen owning them): an open
+// stream, with a comment each third of a lease, that ends, telling the
+// client to come back at once, when the connection can be reached again
+// (mcpReachable), or after four leases. An MCP client gives its
+// connection up after a few streams that end or are refused without an
+// event (the Go SDK after 5), and an adoption may take longer than five
+// of its waits; a stream held open costs it none.
+func (s *Server) holdMCPStream(w http.ResponseWriter, r *http.Request, conn string, seen store.Owner, why string) {
+	c := s.cluster
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	fmt.Fprintf(w, ": %s; wait\n\n", why)
+	_ = rc.Flush()
+	tick := time.NewTicker(c.ttl / 3)
+	defer tick.Stop()
+	giveUp := time.NewTimer(4 * c.ttl)
+	defer giveUp.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-giveUp.C:
+			fmt.Fprintf(w, ": still between replicas\nretry: %d\n\n", time.Second.Milliseconds())
+			return
+		case <-tick.C:
+		}
+		if s.mcpReachable(r.Context(), conn, seen) {
+			fmt.Fprint(w, ": reachable again\nretry: 100\n\n")
+			return
+		}
+		fmt.Fprint(w, ": wait\n\n")
+		_ = rc.Flush()
+	}
+}
+
+// mcpReachable reports whether a request of MCP connection conn, whose
+// sessions seen owned, would now reach them: they are held here, or
+// their owner is another live one (or seen's, renewed: it was alive), or
+// they are gone (a request learns so).
+func (s *Server) mcpReachable(ctx context.Context, conn string, seen store.Owner) bool {
+	c := s.cluster
+	if s.mcp.Holds(conn) {
+		return true
+	}
+	o, err := s.st.ConnOwner(ctx, conn)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true
+	case err != nil:
+		return false
+	case o.Replica == c.id:
+		return !c.isAdopting(o.Session)
+	}
+	moved := o.Replica != seen.Replica || o.Epoch != seen.Epoch || o.Expires.After(seen.Expires)
+	return moved && o.Live(time.Now())
+}
+
+// writeMCPRetry answers an MCP client's GET with an event stream that
+// says why in a comment and when to come back in its retry field, and
+// ends.
+func writeMCPRetry(w http.ResponseWriter, retry time.Duration, why string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, ": %s\nretry: %d\n\n", why, retry.Milliseconds())
 }
 
 // routeSession answers a session's request here if this replica owns it,

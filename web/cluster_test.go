@@ -151,12 +151,11 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// startReplica starts a replica; extra are more flags for it.
-func startReplica(t *testing.T, bin, id, data, dsn string, env []string, extra ...string) *replica {
+func startReplica(t *testing.T, bin, id, data, dsn string, env []string, flags ...string) *replica {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--db", dsn, "--token", testToken,
 		"--isolate", "local", "--advertise", "http://127.0.0.1:0", "--replica-id", id, "--lease", clusterLease.String(),
-		"--drain-timeout", "5s", "-v"}, extra...)...)
+		"--drain-timeout", "5s", "-v"}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
 	r := &replica{id: id, cmd: cmd, done: make(chan struct{}), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stderr = lockedWriter{r.mu, r.log}
@@ -342,10 +341,11 @@ func (c *client) events(id string) []sseEvent {
 // TestReplicas runs three `spotter serve` replicas on loopback sharing one
 // PostgreSQL, with a client that spreads its calls over them. Sessions are
 // placed on all three; the owner of a session whose turn is in the middle
-// (its model's answer held back) is killed with SIGKILL, then the owner of
-// a session waiting for an approval; a survivor adopts each and finishes
-// it, while a client follows that session's events through another
-// replica. Then the last survivor drains (SIGTERM) with a turn running,
+// (its model's answer held back), which also holds an MCP client's
+// session, is killed with SIGKILL, then the owner of a session waiting
+// for an approval; a survivor adopts each and finishes it (the MCP
+// client's next call answers on its session's last page), while a client
+// follows that session's events through another replica. Then the last survivor drains (SIGTERM) with a turn running,
 // into a replica that just joined. Every session ends its turn, every
 // event stream is gap-free with each call and result once, and every
 // click ran once.
@@ -359,7 +359,10 @@ func TestReplicas(t *testing.T) {
 	tags := []string{"t0", "mid", "appr", "t3", "t4", "t5"}
 	midStream := rt.placeSessions(tags)
 	rt.checkPlacement(tags)
+	rt.mcpAcrossReplicas()
+	mcp := rt.mcpOn(rt.byID[rt.owners["mid"]])
 	rt.killMidTurn(midStream)
+	rt.mcpAdopted(mcp)
 	rt.killWithApprovalPending()
 	rt.checkSessions(tags)
 	rt.drainIntoNewReplica(tags)
@@ -415,7 +418,7 @@ func startReplicas(t *testing.T) *replicaTest {
 	rt.data = t.TempDir()
 
 	for i := range 3 {
-		rt.reps = append(rt.reps, startReplica(t, rt.bin, fmt.Sprintf("r%d", i+1), rt.data, rt.dsn, rt.env))
+		rt.reps = append(rt.reps, startReplica(t, rt.bin, fmt.Sprintf("r%d", i+1), rt.data, rt.dsn, rt.env, rt.flags()...))
 	}
 	for _, r := range rt.reps {
 		rt.byID[r.id] = r
@@ -721,7 +724,7 @@ func (rt *replicaTest) drainIntoNewReplica(tags []string) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 	}()
 	<-rt.model.asked("late")
-	r4 := startReplica(t, rt.bin, "r4", rt.data, rt.dsn, rt.env)
+	r4 := startReplica(t, rt.bin, "r4", rt.data, rt.dsn, rt.env, rt.flags()...)
 	rt.cl.reps = append(rt.cl.reps, r4)
 	term := time.Now()
 	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {

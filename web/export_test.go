@@ -19,3 +19,19 @@ func RetainNow(ctx context.Context, s *Server, r Retention, now time.Time) (Rete
 
 // Holds reports whether s holds session id in memory.
 func Holds(s *Server, id string) bool { return s.mgr.Has(id) }
+
+// SpecViolations returns the requests and answers of s that broke
+// docs/openapi.yaml (openapi_test.go), and forgets them.
+func SpecViolations(s *Server) []string { return takeViolations(s) }
+
+// LeftSpecViolations returns every violation no test reported yet.
+func LeftSpecViolations() []string { return leftViolations() }
+
+// StopRateLimitClock stops the clock of s's rate limits: no bucket refills,
+// however slowly the test's requests go.
+func StopRateLimitClock(s *Server) {
+	t := time.Now()
+	s.limits.mu.Lock()
+	s.limits.now = func() time.Time { return t }
+	s.limits.mu.Unlock()
+}

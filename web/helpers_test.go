@@ -20,6 +20,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/screentest"
@@ -124,6 +125,9 @@ func (e *env) stop() {
 	e.http.Close()
 	if err := e.srv.Close(context.Background()); err != nil {
 		e.t.Errorf("Close: %v", err)
+	}
+	for _, v := range web.SpecViolations(e.srv) {
+		e.t.Errorf("docs/openapi.yaml: %s", v)
 	}
 	e.srv = nil
 }
@@ -277,12 +281,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "agent" { // the containerd sandboxes' agent (isolate_test.go)
-		os.Exit(agentMain())
-	}
+	isolatetest.AgentMain() // the containerd sandboxes' agent (isolate_test.go)
 	code := m.Run()
 	if browser != nil {
 		_ = browser.Close(context.Background())
+	}
+	if left := web.LeftSpecViolations(); len(left) > 0 {
+		// Servers made outside env (fuzz, load, cluster tests).
+		fmt.Fprintf(os.Stderr, "%d exchanges broke docs/openapi.yaml:\n", len(left))
+		for _, v := range left {
+			fmt.Fprintf(os.Stderr, "  %s\n", v)
+		}
+		code = 1
 	}
 	os.Exit(code)
 }

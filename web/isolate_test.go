@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
@@ -156,15 +154,4 @@ func decodeJSON(t *testing.T, r *http.Response, v any) {
 	if err := json.Unmarshal(b.Bytes(), v); err != nil {
 		t.Fatalf("%s %s: %v", r.Request.Method, r.Request.URL.Path, err)
 	}
-}
-
-// agentMain runs the test binary as a sandbox's agent.
-func agentMain() int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := agent.Main(ctx, os.Args[2:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		return 1
-	}
-	return 0
 }

@@ -1,15 +1,22 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
+	"github.com/spotter-harness/spotter/internal/mcpclients"
 	"github.com/spotter-harness/spotter/store"
 )
 
@@ -220,5 +227,196 @@ func TestMCPApprovalsThroughThePanel(t *testing.T) {
 	}
 	if s := strings.Join(got, ","); !strings.Contains(s, "approve") || !strings.Contains(s, "deny") {
 		t.Errorf("audit actions of %s = %v, want approve and deny", id, got)
+	}
+}
+
+// The official MCP conformance suite passes against serve's /mcp (through
+// a proxy that adds the server token, which the suite cannot send), but
+// for the fixture-only scenarios of mcp/conformance-expected.yaml.
+func TestConformanceServe(t *testing.T) {
+	if !integration() {
+		t.Skip("SPOTTER_INTEGRATION=1 runs the conformance suite (npm, Node.js 22)")
+	}
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true})
+	target, _ := url.Parse(e.base)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host // the DNS rebinding scenario's Host reaches the server
+		r.Out.Header.Set("Authorization", "Bearer "+testToken)
+	}, FlushInterval: -1})
+	t.Cleanup(proxy.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	mcpclients.Conformance(ctx, t, proxy.URL+"/mcp")
+}
+
+// A token scoped to one MCP client (POST /mcp/tokens) reaches /mcp only,
+// and its connections list and drive only that client's sessions; the
+// server token's connection sees every client's.
+func TestMCPClientTokensConfine(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true})
+	mint := func(client string) string {
+		t.Helper()
+		var out struct{ Client, Token string }
+		r := e.request("POST", "/mcp/tokens", map[string]any{"client": client})
+		defer r.Body.Close()
+		if r.StatusCode != http.StatusOK || json.NewDecoder(r.Body).Decode(&out) != nil || out.Client != client || out.Token == "" {
+			t.Fatalf("POST /mcp/tokens %s = %d %+v", client, r.StatusCode, out)
+		}
+		return out.Token
+	}
+	alice, bob := mint("alice"), mint("bob")
+	if r := e.request("POST", "/mcp/tokens", map[string]any{"client": "a.b"}); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("POST /mcp/tokens a.b = %d, want 400", r.StatusCode)
+	}
+	connect := func(tok string) *sdk.ClientSession {
+		t.Helper()
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(),
+			&sdk.StreamableClientTransport{Endpoint: e.base + "/mcp", HTTPClient: &http.Client{Transport: bearer{tok}}, MaxRetries: -1}, nil)
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	sessions := func(cs *sdk.ClientSession) []string {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "list_sessions", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("list_sessions = %v %+v", err, res)
+		}
+		var out struct{ Sessions []struct{ ID string } }
+		if err := json.Unmarshal([]byte(res.Content[0].(*sdk.TextContent).Text), &out); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range out.Sessions {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	a, b, admin := connect(alice), connect(bob), connect(testToken)
+	aShot := callMCP(t, a, map[string]any{"kind": "screenshot"})
+	bShot := callMCP(t, b, map[string]any{"kind": "screenshot"})
+	if got := sessions(a); len(got) != 1 || got[0] != aShot.note.Session {
+		t.Errorf("alice lists %v, want only her session %s", got, aShot.note.Session)
+	}
+	if got := sessions(b); len(got) != 1 || got[0] != bShot.note.Session {
+		t.Errorf("bob lists %v, want only his session %s", got, bShot.note.Session)
+	}
+	if got := sessions(admin); len(got) != 2 {
+		t.Errorf("the server token lists %v, want both clients' sessions", got)
+	}
+	// Bob cannot drive, or close, Alice's session: it does not exist for him.
+	if r := callMCP(t, b, map[string]any{"kind": "screenshot", "session": aShot.note.Session}); !strings.Contains(r.errText, "no such session") {
+		t.Errorf("bob's call on alice's session = %+v, want no such session", r)
+	}
+	res, err := b.CallTool(t.Context(), &sdk.CallToolParams{Name: "close_session", Arguments: map[string]any{"session": aShot.note.Session}})
+	if err != nil || !res.IsError {
+		t.Errorf("bob's close_session of alice's session = %v %+v, want refused", err, res)
+	}
+	if r := callMCP(t, admin, map[string]any{"kind": "screenshot", "session": aShot.note.Session}); r.errText != "" {
+		t.Errorf("the server token's call on alice's session: %s", r.errText)
+	}
+	// A client token reaches /mcp only.
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", e.base+"/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+alice)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /sessions with an MCP client token = %d, want 403", r.StatusCode)
+	}
+}
+
+// An MCP session outlives a restart of spotter serve: its client, which
+// keeps its Mcp-Session-Id, finds the session (the same id and record)
+// in the new process, reopened at its last page, and its next call
+// answers there, telling the client the browser was started anew; a
+// session the client closed stays closed.
+func TestMCPSessionSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{fake: true})
+	e.stop()
+	e.cfg.MCP.StartURL = "https://shop.test/start"
+	e.start()
+	var mu sync.Mutex
+	base := func() string { mu.Lock(); defer mu.Unlock(); return e.base }
+	// The client's requests go wherever the server listens now.
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		u, _ := url.Parse(base())
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, u.Host
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(),
+		&sdk.StreamableClientTransport{Endpoint: "http://mcp.invalid/mcp", HTTPClient: &http.Client{Transport: rt}}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	defer cs.Close()
+	first := callMCP(t, cs, map[string]any{"kind": "screenshot"})
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "navigate", Arguments: map[string]any{"url": "https://shop.test/basket"}})
+	if err != nil || res.IsError {
+		t.Fatalf("navigate = %v %+v", err, res)
+	}
+	other, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "open_session", Arguments: map[string]any{}})
+	if err != nil || other.IsError {
+		t.Fatalf("open_session = %v %+v", err, other)
+	}
+	var opened struct{ Session string }
+	json.Unmarshal([]byte(other.Content[len(other.Content)-1].(*sdk.TextContent).Text), &opened)
+	if res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "close_session", Arguments: map[string]any{"session": opened.Session}}); err != nil || res.IsError {
+		t.Fatalf("close_session %s = %v %+v", opened.Session, err, res)
+	}
+
+	mu.Lock()
+	e.restart()
+	mu.Unlock()
+
+	// The first call after the restart is told why, once; both answer on
+	// the session's last page.
+	type answer struct {
+		Session string   `json:"session"`
+		URL     string   `json:"url"`
+		Notes   []string `json:"notes"`
+	}
+	shot := func() answer {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "computer", Arguments: map[string]any{"kind": "screenshot"}})
+		if err != nil || res.IsError {
+			t.Fatalf("screenshot after the restart = %v %+v", err, res)
+		}
+		var a answer
+		if err := json.Unmarshal([]byte(res.Content[len(res.Content)-1].(*sdk.TextContent).Text), &a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	for i, a := range []answer{shot(), shot()} {
+		told := strings.Contains(strings.Join(a.Notes, " "), "its browser was started anew at https://shop.test/basket")
+		if a.Session != first.note.Session || a.URL != "https://shop.test/basket" || told != (i == 0) {
+			t.Errorf("screenshot %d after the restart = %+v, want session %s on https://shop.test/basket, told of the restart the first time only",
+				i, a, first.note.Session)
+		}
+	}
+	var hist struct {
+		Session   struct{ Status string }
+		ToolCalls []store.ToolCall
+	}
+	e.getJSON("/session/"+first.note.Session, &hist)
+	if hist.Session.Status != store.StatusRunning || len(hist.ToolCalls) != 4 {
+		t.Errorf("the session's record after the restart: %s with %d calls, want running with 4 (2 before, 2 after)",
+			hist.Session.Status, len(hist.ToolCalls))
+	}
+	var closed struct{ Session struct{ Status string } }
+	e.getJSON("/session/"+opened.Session, &closed)
+	if closed.Session.Status != store.StatusStopped {
+		t.Errorf("the session the client closed is %s after the restart, want stopped", closed.Session.Status)
 	}
 }

@@ -40,14 +40,18 @@ const maxBuckets = 10000
 type limiter struct {
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
+	now     func() time.Time // the clock; time.Now when nil (tests stop it)
 }
 
 // take spends n tokens of key's bucket for l, or reports how long to wait
 // before trying again.
 func (lm *limiter) take(l limit, key string, n int) (wait time.Duration, ok bool) {
-	now := time.Now()
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
+	now := time.Now()
+	if lm.now != nil {
+		now = lm.now()
+	}
 	if lm.buckets == nil {
 		lm.buckets = make(map[string]*rate.Limiter)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spotter-harness/spotter/web"
 )
 
 // check429 asserts a rate-limited answer: 429, a Retry-After in seconds
@@ -26,6 +28,7 @@ func check429(t *testing.T, what string, code int, h http.Header, body string) {
 // then 429 with Retry-After, while other credentials are unaffected.
 func TestRateLimitDecisions(t *testing.T) {
 	e := newEnv(t, envOpts{fake: true})
+	web.StopRateLimitClock(e.srv) // 21 requests, however slow, find the bucket empty
 	id := e.execSession("anthropic", nil)
 	scoped := e.scopedToken(id)
 	deny := `{"decision":"deny"}`
@@ -65,6 +68,7 @@ func TestRateLimitDecisions(t *testing.T) {
 // never refused for them (TestLoginFloodDoesNotLockOut has the flood).
 func TestRateLimitLogin(t *testing.T) {
 	e := newEnv(t, envOpts{fake: true})
+	web.StopRateLimitClock(e.srv)
 	for i := range 10 {
 		resp, err := http.PostForm(e.http.URL+"/login", url.Values{"token": {"guess" + strconv.Itoa(i)}})
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/docs"
 	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/store"
 )
@@ -52,6 +53,7 @@ var Routes = []Route{
 	{"GET", "/mcp"},
 	{"POST", "/mcp"},
 	{"DELETE", "/mcp"},
+	{"POST", "/mcp/tokens"},
 }
 
 // maxWait bounds the long-poll of executor calls.
@@ -75,6 +77,7 @@ func (s *Server) routes() *gin.Engine {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/openapi.yaml", s.openapi)
 	e.GET("/login", s.static)
 	e.POST("/login", s.login)
 
@@ -101,6 +104,7 @@ func (s *Server) routes() *gin.Engine {
 		"GET /mcp":                                 s.serveMCP,
 		"POST /mcp":                                s.serveMCP,
 		"DELETE /mcp":                              s.serveMCP,
+		"POST /mcp/tokens":                         s.issueMCPToken,
 	}
 	auth := e.Group("/", s.authenticate, s.route)
 	for _, r := range Routes {
@@ -134,6 +138,14 @@ func (s *Server) static(c *gin.Context) {
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Cache-Control", "no-cache")
 	c.Data(http.StatusOK, ct, b)
+}
+
+// openapi serves docs/openapi.yaml, the contract of these routes; like the
+// panel's assets it holds no data.
+func (s *Server) openapi(c *gin.Context) {
+	c.Header("Cache-Control", "no-cache")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Data(http.StatusOK, "application/yaml", docs.OpenAPI)
 }
 
 // fail answers err: only the packages' sentinels reach the client as text;
@@ -694,7 +706,13 @@ func (s *Server) execDelete(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "stopped"})
 }
 
-// serveMCP hands /mcp to the MCP server's streamable HTTP transport.
+// serveMCP hands /mcp to the MCP server's streamable HTTP transport:
+// through the bearer check that tells it which client the token is of,
+// when there is a bearer token.
 func (s *Server) serveMCP(c *gin.Context) {
+	if c.GetHeader("Authorization") != "" {
+		s.mcpAuthH.ServeHTTP(c.Writer, c.Request)
+		return
+	}
 	s.mcpH.ServeHTTP(c.Writer, c.Request)
 }

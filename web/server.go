@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
@@ -203,6 +204,11 @@ type MCPConfig struct {
 	Display     session.DisplaySpec // zero: 1280x800 at DPR 1
 	Image       screen.Size         // the screenshot sent back; zero: the viewport's CSS size
 	MaxSessions int                 // default 8
+	// IdleTimeout closes an MCP session nobody has called for this
+	// long, and a client connection that sent nothing for this long
+	// (mcp.Config.IdleTimeout): zero mcp.DefaultIdleTimeout, negative
+	// never.
+	IdleTimeout time.Duration
 }
 
 // MaxBody is the largest request body the server reads.
@@ -211,20 +217,34 @@ const MaxBody = 1 << 20
 // Server is a running `spotter serve`: its store, its sessions and its
 // HTTP handler. The caller must call Close.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	st      store.Store
-	ownSt   bool
-	mgr     *session.Manager
-	token   string
-	engine  *gin.Engine
-	handler http.Handler // engine in each request's span (traced)
+	cfg    Config
+	log    *slog.Logger
+	st     store.Store
+	ownSt  bool
+	mgr    *session.Manager
+	token  string
+	engine *gin.Engine
+	// handler is what Handler and Serve serve: engine in each request's
+	// span (traced), wrapped by testHandler when the package's tests set it.
+	handler http.Handler
 	assets  fs.FS
 	cop     *http.CrossOriginProtection
 	limits  limiter // rate limits (ratelimit.go)
 
 	mcp  *mcp.Server
 	mcpH http.Handler // mcp's streamable HTTP handler, which holds the MCP sessions
+	// mcpRules and mcpHosts are the MCP sessions' approval rules and
+	// policy hosts, for the gate of each session's display.
+	mcpRules approvals.Rules
+	mcpHosts []string
+	// mcpHandover is set once the MCP sessions are closing because this
+	// server stops (Close, a lost lease): they are handed over, not
+	// ended, so their records stay live for a restart or an adoption.
+	mcpHandover atomic.Bool
+	// mcpAuthH is mcpH behind the bearer check that names the MCP client
+	// of the request's token (mcp.Server confines each client to its own
+	// sessions).
+	mcpAuthH http.Handler
 
 	allowed []*url.URL // Config.AllowBaseURLs (models.go)
 
@@ -319,6 +339,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Rules:           cfg.Rules,
 		MaxSessions:     cfg.MaxSessions,
+		ResumeRemote:    s.resumeMCP,
 		Logger:          s.log,
 	})
 	if err != nil {
@@ -332,12 +353,21 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.mcpH = s.mcp.Handler()
+	s.mcpAuthH = auth.RequireBearerToken(func(_ context.Context, tok string, _ *http.Request) (*auth.TokenInfo, error) {
+		if client, ok := s.mcpClient(tok); ok {
+			return &auth.TokenInfo{UserID: mcp.ClientPrefix + client}, nil
+		}
+		return &auth.TokenInfo{}, nil // authenticate let it through: the server token sees every session
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpH)
 	if cfg.Retention.Enabled() {
 		s.retainer = newRetainer(s, cfg.Retention)
 	}
 	s.assets = panel.FS
 	s.engine = s.routes()
 	s.handler = traced(s.engine)
+	if testHandler != nil {
+		s.handler = testHandler(s, s.handler)
+	}
 	return s, nil
 }
 
@@ -385,6 +415,11 @@ func (s *Server) Token() string { return s.token }
 
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// testHandler, when the package's tests set it (openapi_test.go), wraps
+// the handler of every Server they make: it checks each request and
+// answer against docs/openapi.yaml.
+var testHandler func(*Server, http.Handler) http.Handler
 
 // ListenAndServe listens on Config.Addr and serves until ctx is done; see
 // Serve.
@@ -454,7 +489,7 @@ func (s *Server) Close(ctx context.Context) error {
 	if s.cluster != nil {
 		s.cluster.close()
 	}
-	merr := s.mcp.Close(ctx)
+	merr := s.handOverMCP(ctx)
 	err := s.mgr.Close(ctx)
 	var rerr error
 	if s.cluster != nil {
@@ -624,6 +659,7 @@ func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.
 	if err := mc.Rules.Validate(); err != nil {
 		return nil, fmt.Errorf("web: MCP rules: %w", err)
 	}
+	s.mcpRules, s.mcpHosts = mc.Rules, policy.Hosts
 	return mcp.New(mcp.Config{
 		NewDisplay: func(ctx context.Context) (mcp.Display, error) {
 			return newDisplay(ctx, session.Spec{Display: ds, StartURL: mc.StartURL, Policy: &policy})
@@ -631,18 +667,79 @@ func (s *Server) newMCP(newDisplay func(context.Context, session.Spec) (session.
 		StartURL: mc.StartURL,
 		Policy:   policy,
 		Capture:  screen.CaptureOptions{Size: mc.Image},
-		Attach: func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
-			r, err := s.mgr.AttachRemote(ctx, session.KindMCP, "MCP session "+id, "mcp", mc.Rules, policy.Hosts, d)
+		// Each MCP session is a session of kind mcp, under the same id,
+		// with its connection recorded: it is resumed after a restart, or
+		// by the replica that adopts it (resumeMCP).
+		NewID: func() string {
+			id, _ := session.NewID()
+			return id
+		},
+		Attach: func(ctx context.Context, id string, d mcp.Display, c mcp.Conn) (mcp.Attached, error) {
+			state, err := json.Marshal(c)
 			if err != nil {
 				return mcp.Attached{}, err
 			}
-			return mcp.Attached{Approver: r.Approver, Trace: r.Trace, OnEvent: r.OnEvent,
-				Close: func(ctx context.Context) error { return s.mgr.Detach(ctx, r.ID) }}, nil
+			r, err := s.mgr.AttachRemote(ctx, session.RemoteSpec{ID: id, Kind: session.KindMCP, Title: "MCP session " + id,
+				By: "mcp", Rules: s.mcpRules, Hosts: s.mcpHosts, Conn: c.ID, State: state}, d)
+			if err != nil {
+				return mcp.Attached{}, err
+			}
+			return s.mcpAttached(r), nil
 		},
 		MaxSessions: mc.MaxSessions,
-		Version:     s.cfg.Version,
-		Logger:      s.log,
+		IdleTimeout: mc.IdleTimeout,
+		ConnectionPrefix: func() string {
+			if s.cluster != nil {
+				return s.cluster.id + "."
+			}
+			return ""
+		}(),
+		Version: s.cfg.Version,
+		Logger:  s.log,
 	})
+}
+
+// mcpAttached is what an MCP session reports to: its session r, which
+// ends when the MCP session does, unless this server is handing its
+// sessions over (handOverMCP).
+func (s *Server) mcpAttached(r session.Remote) mcp.Attached {
+	return mcp.Attached{Approver: r.Approver, Trace: r.Trace, OnEvent: r.OnEvent,
+		Close: func(ctx context.Context) error {
+			if s.mcpHandover.Load() {
+				return nil
+			}
+			return s.mgr.Detach(ctx, r.ID)
+		}}
+}
+
+// handOverMCP closes the MCP sessions' displays because this server
+// stops, leaving their records live: a restart resumes them, or the
+// replica that adopts them does.
+func (s *Server) handOverMCP(ctx context.Context) error {
+	s.mcpHandover.Store(true)
+	return s.mcp.Close(ctx)
+}
+
+// resumeMCP opens an MCP session again that was live when its server
+// stopped (after a restart, or on the replica that adopted it): a display
+// at its last page, in the connection it belonged to, which its client
+// finds again with the same Mcp-Session-Id.
+func (s *Server) resumeMCP(ctx context.Context, r session.RemoteResume) error {
+	var c mcp.Conn
+	if len(r.State) == 0 {
+		return errors.New("its record names no connection (it was made by an earlier version); the client starts a new one")
+	}
+	if err := json.Unmarshal(r.State, &c); err != nil {
+		return fmt.Errorf("its connection: %w", err)
+	}
+	return s.mcp.Resume(ctx, mcp.Resumed{ID: r.ID, URL: r.URL, Conn: c, FrameSeq: r.FrameSeq, Note: r.Note,
+		Attach: func(ctx context.Context, d mcp.Display) (mcp.Attached, error) {
+			rr, err := s.mgr.ReattachRemote(r.ID, s.mcpRules, s.mcpHosts, d)
+			if err != nil {
+				return mcp.Attached{}, err
+			}
+			return s.mcpAttached(rr), nil
+		}})
 }
 
 func (s *Server) closeStore() error {

@@ -30,12 +30,14 @@ import (
 
 // The test binary is also the containerd sandboxes' agent ("agent ...").
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
+	// The test binary stands in for spotter: the agent in a sandbox, and
+	// `spotter mcp` for the MCP clients from npm (mcpclients_test.go).
+	if len(os.Args) > 1 && (os.Args[1] == "agent" || os.Args[1] == "mcp") {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "agent:", err)
+			fmt.Fprintln(os.Stderr, os.Args[1]+":", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -753,6 +755,20 @@ func startMCP(ctx context.Context, t *testing.T, args ...string) *sdk.ClientSess
 // startMCPClient is startMCP with a client of options opts.
 func startMCPClient(ctx context.Context, t *testing.T, opts *sdk.ClientOptions, args ...string) *sdk.ClientSession {
 	t.Helper()
+	endpoint := startMCPServer(ctx, t, args...)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// startMCPServer runs `spotter mcp --http` with args in this process until
+// the test ends, and returns its endpoint.
+func startMCPServer(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
 	pr, pw := io.Pipe()
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -767,33 +783,33 @@ func startMCPClient(ctx context.Context, t *testing.T, opts *sdk.ClientOptions, 
 			t.Errorf("spotter mcp: %v", err)
 		}
 	})
+	return mcpEndpoint(ctx, t, pr)
+}
+
+// mcpEndpoint reads `spotter mcp --http`'s stderr for the endpoint it
+// serves, and the rest of it to the end.
+func mcpEndpoint(ctx context.Context, t *testing.T, stderr io.Reader) string {
+	t.Helper()
 	addr := make(chan string, 1)
 	go func() {
 		defer close(addr)
-		sc := bufio.NewScanner(pr)
+		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if u, ok := strings.CutPrefix(sc.Text(), "spotter mcp: streamable HTTP on "); ok {
 				addr <- u
 			}
 		}
 	}()
-	var endpoint string
 	select {
 	case u, ok := <-addr:
 		if !ok {
 			t.Fatal("spotter mcp exited before it listened")
 		}
-		endpoint = u
+		return u
 	case <-ctx.Done():
 		t.Fatal("spotter mcp did not listen")
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", endpoint, err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return ""
 }
 
 // spotter mcp's default display is a Chromium of each session's own, on

@@ -42,8 +42,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	viewport := fs.String("viewport", "1280x800", "CSS size of each session's viewport")
 	imageSize := fs.String("image", "", "size of the screenshots sent back, WxH (default: the viewport's)")
 	maxSessions := fs.Int("max-sessions", 8, "most sessions open at once")
-	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions (a chromium --display), "+
-		"each session a browser context of its own (about 24 MB a session instead of 84); 0: a browser per session")
+	browsers := fs.Int("browsers", -1, "share this many Chromium processes among the sessions, each session a browser "+
+		"context of its own behind its own egress proxy; 0: a browser per session (default: 1 for a chromium --display "+
+		"under --isolate auto, local or none; 0 otherwise)")
+	idle := fs.Duration("idle-timeout", mcp.DefaultIdleTimeout, "close a session nobody has called for this long "+
+		"(its browser released, its record closed), and an HTTP client's connection that sent nothing for this long; 0: never")
 	logs := addLogFlags(fs, "log to stderr")
 	isolation := fs.String("isolate", "auto", "where sessions' displays run: containerd (a sandbox per session), local (a "+
 		"host browser behind an egress proxy of the session's own), none (a host browser, no proxy), or auto (containerd "+
@@ -76,6 +79,18 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return exitError{2, err}
 	}
+	if *browsers < 0 {
+		// A browser context each of one shared browser, unless the
+		// display is not a Chromium of the host's.
+		*browsers = 0
+		if (disp.Backend == "" || disp.Backend == wiring.Chromium) && *isolation != "containerd" {
+			*browsers = 1
+		}
+	}
+	if *idle < 0 {
+		return exitError{2, fmt.Errorf("--idle-timeout %v: want 0 (never) or more", *idle)}
+	}
+	idleTimeout := idleOrNever(*idle)
 	iso, err := sharedIsolation(*browsers, *isolation)
 	if err != nil {
 		return exitError{2, err}
@@ -162,14 +177,18 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return d, nil
 	}
 	cfg := mcp.Config{NewDisplay: newDisplay, StartURL: start, Policy: policy,
-		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, Version: versionString(), Logger: log}
+		Capture: screen.CaptureOptions{Size: img}, MaxSessions: *maxSessions, IdleTimeout: idleTimeout, Version: versionString(), Logger: log}
 	var srv *mcp.Server
-	cfg.Attach = func(ctx context.Context, id string, d mcp.Display) (mcp.Attached, error) {
+	cfg.Attach = func(ctx context.Context, id string, d mcp.Display, _ mcp.Conn) (mcp.Attached, error) {
 		var at mcp.Attached
 		if appr != nil {
 			var err error
 			at, err = elicitApprovals(*appr, policy.Hosts, func(ctx context.Context, call, message string) (bool, string, error) {
-				return srv.Ask(ctx, call, message) // srv is set before any session opens
+				ok, reason, err := srv.Ask(ctx, call, message) // srv is set before any session opens
+				if errors.Is(err, mcp.ErrCannotAsk) {
+					err = fmt.Errorf("%w. %s", err, cannotAskRemedy)
+				}
+				return ok, reason, err
 			}, id, d, log)
 			if err != nil {
 				return at, err
@@ -210,6 +229,12 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	return err
 }
+
+// cannotAskRemedy tells a client that cannot put a question to its user
+// (no MCP elicitation) what to do about the actions the rules flag.
+const cannotAskRemedy = "Nobody can approve this action here: use an MCP client that supports elicitation, " +
+	"or restart spotter mcp with --approvals none (flagged actions run unasked) or with --rules FILE that does not " +
+	"flag it, or connect to spotter serve's /mcp instead, where an operator approves in the panel"
 
 // elicitApprovals gives MCP session id the approver of `spotter run`
 // (rules, hit-tests of d), whose questions go to the user of the client

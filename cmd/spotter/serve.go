@@ -21,6 +21,7 @@ import (
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/internal/session"
+	"github.com/spotter-harness/spotter/mcp"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/web"
 )
@@ -45,6 +46,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memory := fs.Uint64("memory", 0, "each sandbox's memory limit in MiB (containerd; 0: isolate's default)")
 	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
+	mcpIdle := fs.Duration("mcp-idle-timeout", mcp.DefaultIdleTimeout, "close an MCP session (at /mcp) nobody has called "+
+		"for this long, and an MCP client's connection that sent nothing for this long; 0: never")
 	mcpDisplay := fs.String("mcp-display", "chromium", "the MCP sessions' (at /mcp) display: "+displayHelp)
 	displays := fs.String("displays", "chromium", "the display backends sessions may ask for, comma-separated, of chromium, "+
 		"desktop, vnc, playwright: a desktop runs the command a client names (in its sandbox under --isolate containerd, "+
@@ -203,7 +206,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv, err := web.New(startCtx, web.Config{Addr: *addr, DataDir: *data, DB: *db, Token: tok, Sandboxes: sbx, Shared: shared,
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		Version: versionString(),
-		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules, Display: session.DisplayOf(mcpDisp)},
+		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules, Display: session.DisplayOf(mcpDisp), IdleTimeout: idleOrNever(*mcpIdle)},
 		Cluster: cluster, MaxSessions: *maxSessions, Displays: splitList(*displays), Retention: retain})
 	if err != nil {
 		cancel()
@@ -264,6 +267,15 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{1, cerr}
 	}
 	return nil
+}
+
+// idleOrNever is an --idle-timeout flag's value as mcp.Config takes it:
+// 0 (never) is negative there.
+func idleOrNever(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // sharedIsolation checks --browsers against --isolate (serve, mcp) and

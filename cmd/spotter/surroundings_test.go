@@ -216,11 +216,13 @@ func TestMCPApprovalsAskTheClient(t *testing.T) {
 	}
 
 	blind := connect(nil, args...)
-	if failed, text := buy(blind); !failed || !strings.Contains(text, "cannot ask its user") {
-		t.Errorf("click from a client without elicitation: error %v, %q; want it refused, saying the client cannot ask", failed, text)
+	if failed, text := buy(blind); !failed || !strings.Contains(text, "cannot ask its user") || !strings.Contains(text, "--approvals none") ||
+		!strings.Contains(text, "/mcp") {
+		t.Errorf("click from a client without elicitation: error %v, %q; want it refused, saying the client cannot ask and what to do", failed, text)
 	}
-	// Every session so far ran under --isolate auto (containerd here, local
-	// elsewhere): its egress proxy refused the picture from another host.
+	// Every session so far ran under --isolate auto (local: a context of the
+	// shared browser, behind an egress proxy of its own): its proxy refused
+	// the picture from another host.
 	if n := site.Pictures.Load(); n != 0 {
 		t.Errorf("the other host got %d requests from the sandboxed sessions, want 0", n)
 	}

@@ -15,6 +15,8 @@
 //   - capture: capture and encode alone, at model size, PNG and JPEG.
 //   - concurrency: sessions added until the p95 step doubles, on a shared
 //     browser (a context per session), a browser per session, and sandboxed.
+//   - mcp: the memory an MCP session costs, as a context of a shared
+//     browser (spotter mcp's default) against a browser each.
 //   - sandbox: containerd sandbox create to first screenshot.
 //   - server: the executor API's round trip minus the step, and SSE fan-out
 //     (supplied by the caller through Options.Server).
@@ -46,7 +48,7 @@ import (
 )
 
 // Sections lists the sections in the order they run.
-var Sections = []string{"tokens", "context", "capture", "step", "concurrency", "sandbox", "server"}
+var Sections = []string{"tokens", "context", "capture", "step", "concurrency", "mcp", "sandbox", "server"}
 
 // viewportPt is the viewport of every page, as a point for scaling.
 var viewportPt = actions.Pt(1280, 800)
@@ -175,6 +177,8 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 			err = r.step(ctx)
 		case "concurrency":
 			err = r.concurrency(ctx)
+		case "mcp":
+			err = r.mcpMemory(ctx)
 		case "sandbox":
 			err = r.sandbox(ctx)
 		case "server":

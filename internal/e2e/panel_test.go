@@ -31,6 +31,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/anthropic"
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
@@ -91,6 +92,8 @@ func startPanel(t *testing.T, replies ...anthropictest.Reply) *panelEnv {
 			})
 		},
 		ApprovalTimeout: 10 * time.Minute,
+		// MCP clients (at /mcp) open the shop, under the default rules.
+		MCP: web.MCPConfig{StartURL: env.shop, Rules: approvals.Default()},
 	})
 	if err != nil {
 		t.Fatalf("web.New() = %v", err)

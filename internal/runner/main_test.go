@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/containerd"
@@ -19,16 +16,7 @@ import (
 
 // The test binary is also the containerd sandboxes' agent ("agent ...").
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "agent" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-		err := agent.Main(ctx, os.Args[2:], os.Stderr)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "agent:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	isolatetest.AgentMain()
 	code := m.Run()
 	for _, s := range testSandboxes {
 		if err := s.Close(context.Background()); err != nil {

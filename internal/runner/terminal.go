@@ -156,6 +156,9 @@ func DescribeRequest(r approvals.Request) string {
 	} else {
 		line("action", "%s", describeAction(r.Action, r.Marker))
 	}
+	if e := r.Element; e != nil {
+		line("element", "framed at (%.0f,%.0f)-(%.0f,%.0f) of the screenshot", e.Min.X, e.Min.Y, e.Max.X, e.Max.Y)
+	}
 	if t := r.Target; t != nil {
 		line("target", "%s", describeElement(*t))
 	}

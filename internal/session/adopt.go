@@ -18,8 +18,9 @@ import (
 // Adopt loads a stored session that this Manager now owns and resumes
 // it as Restore would: its pending approvals go back in the queue, its
 // model's conversation is restored, and an interrupted turn goes on,
-// answering only the calls that had no result. A session already held
-// is left as it is.
+// answering only the calls that had no result; a live MCP session is
+// opened again (Config.ResumeRemote). A session already held is left as
+// it is.
 func (m *Manager) Adopt(ctx context.Context, id string) error {
 	if m.Has(id) {
 		return nil
@@ -31,7 +32,7 @@ func (m *Manager) Adopt(ctx context.Context, id string) error {
 	if err := m.restoreApprovalsOf(ctx, id); err != nil {
 		return fmt.Errorf("adopt session %s: %w", id, err)
 	}
-	if err := m.restore(ctx, rec); err != nil {
+	if err := m.restoreOne(ctx, rec); err != nil {
 		return fmt.Errorf("adopt session %s: %w", id, err)
 	}
 	return nil

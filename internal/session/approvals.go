@@ -413,27 +413,41 @@ func (m *Manager) sweep(every time.Duration) {
 // kind KindMCP), so that its approvals are listed, streamed and decided
 // like the others. It returns the session's id; Detach ends it.
 func (m *Manager) Attach(ctx context.Context, kind, title, by string) (string, error) {
-	id, err := newID("s")
-	if err != nil {
-		return "", err
+	return m.attach(ctx, RemoteSpec{Kind: kind, Title: title, By: by})
+}
+
+// attach records the session of r (AttachRemote's, without the parts
+// that need its display).
+func (m *Manager) attach(ctx context.Context, r RemoteSpec) (string, error) {
+	id := r.ID
+	if id == "" {
+		var err error
+		if id, err = NewID(); err != nil {
+			return "", err
+		}
 	}
 	now := time.Now().UTC()
-	spec := Spec{Title: title}
+	spec := Spec{Title: r.Title}
 	cfg, err := json.Marshal(spec)
 	if err != nil {
 		return "", err
 	}
-	rec := store.Session{ID: id, Kind: kind, Title: title, Status: store.StatusRunning, Config: cfg,
-		Created: now, Updated: now}
+	rec := store.Session{ID: id, Kind: r.Kind, Title: r.Title, Status: store.StatusRunning, Config: cfg,
+		Created: now, Updated: now, Conn: r.Conn}
 	s := m.newSession(rec, spec)
+	s.saved.Remote = r.State
+	if rec.State, err = s.stateJSON(); err != nil {
+		return "", err
+	}
+	s.rec.State = rec.State
 	if err := m.st.CreateSession(ctx, rec); err != nil {
 		return "", err
 	}
 	if err := m.add(s); err != nil {
 		return "", err
 	}
-	metricCreated.WithLabelValues(kind).Inc()
-	m.audit(ctx, by, "create", id, "", map[string]any{"kind": kind, "title": title})
+	metricCreated.WithLabelValues(r.Kind).Inc()
+	m.audit(ctx, r.By, "create", id, "", map[string]any{"kind": r.Kind, "title": r.Title})
 	s.emit(EventSession, map[string]string{"sessionId": id})
 	return id, nil
 }

@@ -37,12 +37,25 @@ func (m *Manager) Restore(ctx context.Context) error {
 	}
 	var errs []error
 	for i := len(recs) - 1; i >= 0; i-- { // oldest first
-		if err := m.restore(ctx, recs[i]); err != nil {
+		if err := m.restoreOne(ctx, recs[i]); err != nil {
 			errs = append(errs, fmt.Errorf("restore session %s: %w", recs[i].ID, err))
 		}
 	}
 	m.closeUnawaited()
 	return errors.Join(errs...)
+}
+
+// restoreOne restores a stored session (restore), and opens a live
+// remote one again (resumeRemote).
+func (m *Manager) restoreOne(ctx context.Context, rec store.Session) error {
+	if err := m.restore(ctx, rec); err != nil {
+		return err
+	}
+	live := rec.Status == store.StatusRunning || rec.Status == store.StatusWaiting
+	if rec.Kind == KindMCP && live && m.cfg.ResumeRemote != nil {
+		return m.resumeRemote(ctx, rec.ID)
+	}
+	return nil
 }
 
 // closeUnawaited closes the pending approvals that no restored run waits
@@ -143,7 +156,8 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 		}
 		return nil
 	case KindMCP:
-		if live {
+		// A live one is opened again by resumeRemote, once this returns.
+		if live && m.cfg.ResumeRemote == nil {
 			s.rec.Status, s.rec.Error = store.StatusStopped, "the server restarted; the MCP client reconnects with a new session"
 			s.save()
 		}

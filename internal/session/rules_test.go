@@ -97,7 +97,7 @@ func TestResultClosesOrphanedApprovals(t *testing.T) {
 	done2 := ask(t, t.Context(), ap, other)
 	waitNth(t, s, EventPermissionRequest, 2)
 
-	s.onEvent(remoteDir, trace.Event{Type: trace.TypeResult, CallID: "c1", Error: "this text was secret and is not kept across a restart"})
+	s.onEvent("t1", trace.Event{Type: trace.TypeResult, CallID: "c1", Error: "this text was secret and is not kept across a restart"})
 	ps := m.q.Pending()
 	if len(ps) != 1 || ps[0].CallID != "c2" {
 		t.Fatalf("pending after c1's result = %+v, want only c2's", ps)

@@ -93,7 +93,12 @@ type Config struct {
 	// sessions are not counted here (package mcp has its own cap). Zero
 	// means DefaultMaxSessions(); negative means no bound.
 	MaxSessions int
-	Logger      *slog.Logger // nil: slog.Default()
+	// ResumeRemote opens a remote session (an MCP session) that was live
+	// when its server stopped again, after a restart or on the replica
+	// that adopted it: its display at its last page, attached with
+	// ReattachRemote. Nil: such a session is stopped instead.
+	ResumeRemote func(ctx context.Context, r RemoteResume) error
+	Logger       *slog.Logger // nil: slog.Default()
 }
 
 // MemoryPerSession is what DefaultMaxSessions reckons one session's
@@ -587,6 +592,9 @@ type savedState struct {
 	Takeover *savedTakeover `json:"takeover,omitempty"`
 	// FrameSeq is the number of the latest frame (see guard.seq).
 	FrameSeq int `json:"frameSeq,omitempty"`
+	// Remote is what the server running a remote session (an MCP one)
+	// needs to resume it (RemoteSpec.State).
+	Remote json.RawMessage `json:"remote,omitempty"`
 }
 
 // savedTakeover is an operator's takeover, kept across a restart: the
@@ -787,17 +795,7 @@ func (s *Session) start(ctx context.Context, task string, resume *harness.Resume
 	} else {
 		s.saved.Task = task
 	}
-	// Every run writes a trace directory of its own. One that exists
-	// already (a run the process died in, after its directory was made
-	// and before its count was saved) is skipped, not written into.
-	dir := ""
-	for {
-		s.saved.Runs++
-		dir = fmt.Sprintf("t%d", s.saved.Runs)
-		if _, err := os.Lstat(filepath.Join(s.dir, dir)); err != nil {
-			break // not there (or unreadable: trace.Create says why)
-		}
-	}
+	dir := s.nextRun()
 	s.save()
 	parent := oteltrace.SpanContextFromContext(ctx)
 	ctx, cancel := context.WithCancelCause(s.m.base)
@@ -811,6 +809,21 @@ func (s *Session) start(ctx context.Context, task string, resume *harness.Resume
 		defer cancel(nil)
 		s.run(ctx, dir, task, resume)
 	})
+}
+
+// nextRun names the trace directory of the session's next run (or, for
+// a remote session, of the display it runs on). Every run writes one of
+// its own; one that exists already (a run the process died in, after its
+// directory was made and before its count was saved) is skipped, not
+// written into. s.mu is held; the caller saves.
+func (s *Session) nextRun() string {
+	for {
+		s.saved.Runs++
+		dir := fmt.Sprintf("t%d", s.saved.Runs)
+		if _, err := os.Lstat(filepath.Join(s.dir, dir)); err != nil {
+			return dir // not there (or unreadable: trace.Create says why)
+		}
+	}
 }
 
 // run drives the harness loop for one run of the session.
@@ -1552,6 +1565,10 @@ func (s *Session) Shot() (screen.Shot, bool) {
 	}
 	return screen.Shot{Data: b, Frame: screen.Frame{Format: screen.Format(strings.TrimPrefix(filepath.Ext(last), "."))}}, true
 }
+
+// NewID returns a new session id, as the Manager gives its sessions:
+// for a server that names the sessions it records (AttachRemote).
+func NewID() (string, error) { return newID("s") }
 
 func newID(prefix string) (string, error) {
 	var b [8]byte

@@ -573,6 +573,27 @@ func (b *BrowserDisplay) Focused(ctx context.Context) (screen.Target, error) {
 	})
 }
 
+// Snapshot returns the current page's accessibility tree as text with
+// element references, as cdp.Display.Snapshot does.
+func (b *BrowserDisplay) Snapshot(ctx context.Context) (screen.Snapshot, error) {
+	return onPage(b, func(d interface {
+		Snapshot(context.Context) (screen.Snapshot, error)
+	}) (screen.Snapshot, error) {
+		return d.Snapshot(ctx)
+	})
+}
+
+// Locate finds the element of a Snapshot's reference on the current page,
+// scrolled into view, as cdp.Display.Locate does. A display started anew
+// after it died has none of the old page's references.
+func (b *BrowserDisplay) Locate(ctx context.Context, ref string) (screen.Located, error) {
+	return onPage(b, func(d interface {
+		Locate(context.Context, string) (screen.Located, error)
+	}) (screen.Located, error) {
+		return d.Locate(ctx, ref)
+	})
+}
+
 // Eval evaluates a JavaScript expression in an isolated world of the
 // current page and returns its value as JSON, as cdp.Display.Eval does:
 // `spotter test`'s checks read the end state with it. The page's own

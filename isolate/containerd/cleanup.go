@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
@@ -112,4 +113,29 @@ func tail(path string, n int64) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// browserLog is the tail of the agent's log at path once the browser it
+// started last has exited, or after a second: the log reaches its file
+// through containerd's shim, after the connection that told of the
+// browser's end, and what the browser said before it exited is the reason
+// a caller wants.
+func browserLog(ctx context.Context, path string) string {
+	const n = 1024
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		log := tail(path, n)
+		started := strings.LastIndex(log, `msg="browser started"`)
+		if started < 0 || strings.Contains(log[started:], `msg="browser exited"`) {
+			return log
+		}
+		select {
+		case <-ctx.Done():
+			return log
+		case <-tick.C:
+		}
+	}
 }

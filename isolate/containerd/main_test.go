@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/spotter-harness/spotter/internal/agent"
 	"github.com/spotter-harness/spotter/isolate"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 )
@@ -19,17 +16,9 @@ import (
 // The test binary is also the sandbox's agent ("agent ...") and a probe the
 // tests run inside a sandbox ("probe ...").
 func TestMain(m *testing.M) {
+	isolatetest.AgentMain()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "agent":
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-			err := agent.Main(ctx, os.Args[2:], os.Stderr)
-			stop()
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "agent:", err)
-				os.Exit(1)
-			}
-			os.Exit(0)
 		case "probe":
 			os.Exit(probe(os.Args[2:]))
 		case "orphan":

@@ -304,7 +304,7 @@ func (s *Sandbox) Browser(ctx context.Context, cfg cdp.Config) (*cdp.Browser, er
 		return agent.DialBrowser(ctx, s.sock, int(s.r.cfg.UID), frames)
 	}, cfg)
 	if err != nil {
-		log := tail(filepath.Join(s.dir, logFileName), 1024)
+		log := browserLog(ctx, filepath.Join(s.dir, logFileName))
 		if herr := s.dead(); herr != nil {
 			return nil, fmt.Errorf("%w (%w) (agent log: %s)", err, herr, log)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/internal/axtext"
 )
 
 // Display is one tab of a Browser, in a browser context of its own. Capture
@@ -56,6 +57,8 @@ type Display struct {
 	notes notes        // display-level notes for the model: tabs, downloads
 
 	dl downloads // the display's downloads
+
+	refs axtext.Refs // the element references of Snapshot, for Locate
 
 	// dialogs follows the JavaScript dialogs of every tab (dialogs.go).
 	dialogs *dialogWatch

@@ -51,6 +51,14 @@ func (d *Display) Perform(ctx context.Context, m screen.Mapped) error {
 			err = d.autoDismiss(ctx)
 		}
 	}
+	if err != nil && errors.Is(err, screen.ErrGone) && !worksBlocked(m.Kind) && d.tabClosed() {
+		// The page closed its own tab in answer to the input (a click
+		// handler's window.close() can end the tab before the browser
+		// answers the mouse release): the input was delivered, and the
+		// display goes on with another tab, as after a capture.
+		d.buttons = 0
+		err = d.syncTabs(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.Kind, err)
 	}

@@ -152,6 +152,16 @@ func TestTabs(t *testing.T) {
 	if !strings.HasSuffix(shot.Frame.URL, "/popup.html") || !hasNote(shot, "closed by its page") {
 		t.Errorf("after window.close(): URL %s, events %q", shot.Frame.URL, shot.Events)
 	}
+	// A page that closes itself on the press of a click: the release finds
+	// the tab gone, and the click was still delivered, not a dead display.
+	do(t, d, kind(actions.Click, at(100, 130)))
+	shoot(t, d)
+	eval[int](t, d, `addEventListener("mousedown", () => window.close()), 1`)
+	do(t, d, kind(actions.Click, at(100, 50)))
+	shot = shoot(t, d)
+	if !strings.HasSuffix(shot.Frame.URL, "/popup.html") || !hasNote(shot, "closed by its page") {
+		t.Errorf("after a click that closed its tab: URL %s, events %q", shot.Frame.URL, shot.Events)
+	}
 }
 
 // darkPixels counts the pixels of r in img darker than mid-grey.

@@ -20,6 +20,7 @@ import (
 	pw "github.com/playwright-community/playwright-go"
 
 	"github.com/spotter-harness/spotter/screen"
+	"github.com/spotter-harness/spotter/screen/internal/axtext"
 )
 
 // DriverVersion is the version of playwright-core that the playwright-go
@@ -383,6 +384,7 @@ type Display struct {
 	addedCh chan struct{} // receives a value (without blocking the sender) when a page is added
 	opening atomic.Int64  // windows the pages said they open, less the pages added since
 	notes   notes         // display-level notes for the model
+	refs    axtext.Refs   // the element references of Snapshot, for Locate
 
 	// busy holds a token while a goroutine runs Playwright calls, so that
 	// a call left behind by a canceled context ends before the next starts.

@@ -58,12 +58,7 @@ func hitPages(t *testing.T) (origin, other string) {
 func TestHitTest(t *testing.T) {
 	for _, mode := range []string{"launched", "connected"} {
 		t.Run(mode, func(t *testing.T) {
-			var d *Display
-			if mode == "connected" {
-				d = open(t, Config{WSEndpoint: startServer(t).endpoint})
-			} else {
-				d = newDisplay(t, DisplayConfig{})
-			}
+			d := displayIn(t, mode)
 			origin, other := hitPages(t)
 			load(t, d, origin+"/")
 			tests := []struct {

@@ -158,6 +158,14 @@ func (b *browserChecker) until(t *testing.T, what string, want func(event) bool)
 	return nil, nil
 }
 
+// first is until, answering the first event that matches want, and the
+// notes.
+func (b *browserChecker) first(t *testing.T, what string, want func(event) bool) (event, []string) {
+	t.Helper()
+	evs, notes := b.until(t, what, want)
+	return evs[slices.IndexFunc(evs, want)], notes
+}
+
 // untilNote captures the display until a note contains s.
 func (b *browserChecker) untilNote(t *testing.T, s string) []string {
 	t.Helper()
@@ -288,8 +296,8 @@ func (b *browserChecker) dialogAfterLoad(t *testing.T) {
 			t.Errorf("Perform(click) with a %s open = %v, want an error naming the dialog", tt.name, err)
 		}
 		b.answer(t, tt.accept, tt.text)
-		evs, _ := b.until(t, "the "+tt.name+"'s answer", func(e event) bool { return e.Type == "answered" && e.Name == tt.name })
-		if got := evs[slices.IndexFunc(evs, func(e event) bool { return e.Type == "answered" })].Value; got != tt.want {
+		e, _ := b.first(t, "the "+tt.name+"'s answer", func(e event) bool { return e.Type == "answered" && e.Name == tt.name })
+		if got := e.Value; got != tt.want {
 			t.Errorf("%s answered (accept %v, text %q): the page got %q, want %q", tt.name, tt.accept, tt.text, got, tt.want)
 		}
 	}
@@ -366,8 +374,7 @@ func (b *browserChecker) nativeSelect(t *testing.T) {
 	b.do(t, click(actions.Pt(160, 56)))
 	b.shot(t)
 	b.do(t, click(actions.Pt(100, 72+2*24+12))) // the third option
-	evs, _ := b.until(t, "the choice", func(e event) bool { return e.Type == "change" })
-	if e := evs[slices.IndexFunc(evs, func(e event) bool { return e.Type == "change" })]; e.Value != "blue" {
+	if e, _ := b.first(t, "the choice", func(e event) bool { return e.Type == "change" }); e.Value != "blue" {
 		t.Errorf("chose %q, want blue (the third option)", e.Value)
 	}
 }
@@ -378,8 +385,7 @@ func (b *browserChecker) upload(t *testing.T) {
 	b.do(t, click(actions.Pt(190, 60)))
 	b.untilNote(t, "file chooser is open")
 	b.do(t, actions.Action{Kind: actions.Upload, Files: []string{b.file}})
-	evs, notes := b.until(t, "the file", func(e event) bool { return e.Type == "received" })
-	e := evs[slices.IndexFunc(evs, func(e event) bool { return e.Type == "received" })]
+	e, notes := b.first(t, "the file", func(e event) bool { return e.Type == "received" })
 	size := len(uploadText) + 1
 	if e.Name != "hello.txt" || e.Size != size || e.Value != uploadText+"\n" {
 		t.Errorf("the page received %q (%d bytes, %q), want hello.txt (%d bytes)", e.Name, e.Size, e.Value, size)
@@ -447,8 +453,7 @@ func (b *browserChecker) pageZoom(t *testing.T) {
 	b.until(t, "the page's resize", func(e event) bool { return e.Type == "resize" && math.Abs(e.DPR-b.o.DPR*1.5) < 0.01 })
 	// A click in viewport px lands where the zoomed page shows it.
 	b.do(t, click(actions.Pt(300, 225)))
-	evs, _ := b.until(t, "the click", func(e event) bool { return e.Type == "click" })
-	e := evs[slices.IndexFunc(evs, func(e event) bool { return e.Type == "click" })]
+	e, _ := b.first(t, "the click", func(e event) bool { return e.Type == "click" })
 	if e.Target != "box" || math.Abs(e.X-200) > 1 || math.Abs(e.Y-150) > 1 {
 		t.Errorf("a click at viewport (300, 225) at 150%%: the page got %s at (%g, %g), want box at (200, 150)", e.Target, e.X, e.Y)
 	}
@@ -500,8 +505,7 @@ func (b *browserChecker) html5Drag(t *testing.T) {
 	b.load(t, "pointer.html", "")
 	b.shot(t)
 	b.do(t, actions.Action{Kind: actions.Drag, Path: []actions.Point{actions.Pt(90, 230), actions.Pt(300, 240), actions.Pt(500, 250)}})
-	evs, _ := b.until(t, "the drop", func(e event) bool { return e.Type == "drop" })
-	if e := evs[slices.IndexFunc(evs, func(e event) bool { return e.Type == "drop" })]; e.Value != "payload-1" {
+	if e, _ := b.first(t, "the drop", func(e event) bool { return e.Type == "drop" }); e.Value != "payload-1" {
 		t.Errorf("the drop carried %q, want payload-1", e.Value)
 	}
 }
@@ -510,9 +514,8 @@ func (b *browserChecker) pointerDrag(t *testing.T) {
 	b.load(t, "pointer.html", "")
 	b.shot(t)
 	b.do(t, actions.Action{Kind: actions.Drag, Path: []actions.Point{actions.Pt(60, 380), actions.Pt(300, 380), actions.Pt(500, 380)}})
-	evs, _ := b.until(t, "the slide", func(e event) bool { return e.Type == "slid" })
 	// The knob's centre follows the pointer: 500 - 40 (track) - 20.
-	if e := evs[slices.IndexFunc(evs, func(e event) bool { return e.Type == "slid" })]; math.Abs(e.X-440) > 2 {
+	if e, _ := b.first(t, "the slide", func(e event) bool { return e.Type == "slid" }); math.Abs(e.X-440) > 2 {
 		t.Errorf("the knob ended at %g, want 440", e.X)
 	}
 }

@@ -336,3 +336,71 @@ func testReplicaIncarnation(t *testing.T, dsn string) {
 		t.Errorf("Heartbeat(the first again, its id taken) = %v, want ErrConflict", err)
 	}
 }
+
+// testConnOwner follows an MCP connection's sessions: their Conn is
+// stored and kept across updates, ConnOwner names the owner of the
+// connection's newest session, and orphans carry their Conn.
+func testConnOwner(t *testing.T, dsn string) {
+	ctx := t.Context()
+	s := open(t, dsn)
+	ttl := 15 * time.Second
+	for _, r := range []string{"r1", "r2"} {
+		if _, err := s.Heartbeat(ctx, replica(r, at(0), ttl)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, id := range []string{"m1", "m2", "x"} {
+		sess, owner := newSession(id, at(time.Duration(i)*time.Minute)), "r1"
+		if id == "x" {
+			owner = "r2"
+		} else {
+			sess.Kind, sess.Conn = "mcp", "r1.c1"
+		}
+		if err := s.CreateOwnedSession(ctx, sess, owner); err != nil {
+			t.Fatalf("CreateOwnedSession(%s) = %v", id, err)
+		}
+	}
+	got, err := s.Session(ctx, "m1")
+	if err != nil || got.Conn != "r1.c1" {
+		t.Fatalf("Session(m1) = %+v, %v, want its connection r1.c1", got, err)
+	}
+	got.Status, got.Conn = store.StatusStopped, "other" // a session never changes connection
+	if err := s.UpdateSession(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Session(ctx, "m1"); got.Conn != "r1.c1" || got.Status != store.StatusStopped {
+		t.Errorf("Session(m1) after an update = %+v, want it stopped and still of r1.c1", got)
+	}
+	o, err := s.ConnOwner(ctx, "r1.c1")
+	if err != nil || o.Session != "m2" || o.Replica != "r1" || o.Conn != "r1.c1" || o.Addr != "http://r1:8080" {
+		t.Errorf("ConnOwner(r1.c1) = %+v, %v, want r1's, of its newest session m2", o, err)
+	}
+	for _, conn := range []string{"r1.none", ""} {
+		if _, err := s.ConnOwner(ctx, conn); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("ConnOwner(%q) = %v, want ErrNotFound", conn, err)
+		}
+	}
+	// r1's lease runs out: its sessions are orphans with their connection.
+	if _, err := s.Heartbeat(ctx, replica("r2", at(10*time.Second), ttl)); err != nil {
+		t.Fatal(err)
+	}
+	orphans, err := s.Orphans(ctx, at(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []string
+	for _, o := range orphans {
+		conns = append(conns, o.Session+":"+o.Conn)
+	}
+	if diff := cmp.Diff([]string{"m1:r1.c1", "m2:r1.c1"}, conns); diff != "" {
+		t.Errorf("Orphans with their connections (-want +got):\n%s", diff)
+	}
+	for _, o := range orphans {
+		if _, err := s.ClaimSession(ctx, o.Session, "r2", o.Epoch, at(20*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o, err := s.ConnOwner(ctx, "r1.c1"); err != nil || o.Replica != "r2" || o.Epoch != 2 {
+		t.Errorf("ConnOwner(r1.c1) after r2 adopted it = %+v, %v, want r2's at epoch 2", o, err)
+	}
+}

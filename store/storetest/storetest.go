@@ -47,6 +47,7 @@ func Run(t *testing.T, newDSN func(t *testing.T) string) {
 		{"Retention", testRetention},
 		{"Leases", testLeases},
 		{"ReplicaIncarnation", testReplicaIncarnation},
+		{"ConnOwner", testConnOwner},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

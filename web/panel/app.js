@@ -637,6 +637,7 @@
       action: pick('action') || null,
       target: pick('target') || null,
       marker: pick('marker') || null,
+      element: rect(pick('element')),
       shot: pick('shot') || '',
       modelText: str(pick('modelText')),
       noDom: pick('noDom') === true,
@@ -661,6 +662,13 @@
     if (!p || typeof p !== 'object') return null;
     const x = Number(p.x), y = Number(p.y);
     return Number.isFinite(x) && Number.isFinite(y) ? { x, y } : null;
+  }
+
+  // rect reads a box ({min: {x, y}, max: {x, y}}), or null.
+  function rect(r) {
+    if (!r || typeof r !== 'object') return null;
+    const min = pt(r.min), max = pt(r.max);
+    return min && max && max.x > min.x && max.y > min.y ? { min, max } : null;
   }
 
   function actionSummary(a) {
@@ -727,7 +735,11 @@
     const marker = q('.a-marker');
     const editMarker = q('.edit-marker');
     const m = pt(a.marker) || pt(a.action && a.action.at);
-    img.alt = 'Screenshot shown with the request' + (m ? '; a marker shows the target at (' + Math.round(m.x) + ', ' + Math.round(m.y) + ')' : '');
+    const box = a.element;
+    const boxText = box ? 'the element the action named, framed at (' + Math.round(box.min.x) + ', ' + Math.round(box.min.y) +
+      ')-(' + Math.round(box.max.x) + ', ' + Math.round(box.max.y) + ')' : '';
+    img.alt = 'Screenshot shown with the request' + (m ? '; a marker shows the target at (' + Math.round(m.x) + ', ' + Math.round(m.y) + ')' : '') +
+      (box ? '; ' + boxText : '');
     const place = (mk, p) => {
       if (!p || !img.naturalWidth || !img.naturalHeight) { mk.hidden = true; return; }
       mk.style.left = (100 * p.x / img.naturalWidth) + '%';
@@ -753,7 +765,19 @@
       zi.style.marginLeft = (-2 * (p.x + 0.5)) + 'px';
       zi.style.marginTop = (-2 * (p.y + 0.5)) + 'px';
     };
+    // The element's frame, in the image's pixels as fractions of its
+    // size, like the marker.
+    const frame = q('.a-element');
+    const placeBox = () => {
+      if (!box || !img.naturalWidth || !img.naturalHeight) { frame.hidden = true; return; }
+      frame.style.left = (100 * box.min.x / img.naturalWidth) + '%';
+      frame.style.top = (100 * box.min.y / img.naturalHeight) + '%';
+      frame.style.width = (100 * (box.max.x - box.min.x) / img.naturalWidth) + '%';
+      frame.style.height = (100 * (box.max.y - box.min.y) / img.naturalHeight) + '%';
+      frame.hidden = false;
+    };
     img.addEventListener('load', () => {
+      placeBox();
       place(marker, m);
       if (m) {
         marker.classList.toggle('label-below', m.y < img.naturalHeight * 0.2);
@@ -765,7 +789,8 @@
     });
     const src = shotURL(a.shot, a.session);
     if (src) img.src = src; else q('.a-shot-wrap').hidden = true;
-    q('.a-where').textContent = m ? 'Target at (' + Math.round(m.x) + ', ' + Math.round(m.y) + ') in screenshot pixels.' : 'No point on the screen.';
+    q('.a-where').textContent = (m ? 'Target at (' + Math.round(m.x) + ', ' + Math.round(m.y) + ') in screenshot pixels.' : 'No point on the screen.') +
+      (box ? ' ' + boxText.charAt(0).toUpperCase() + boxText.slice(1) + '.' : '');
 
     q('.a-rule-name').textContent = a.rule || '(none)';
     q('.a-reason').textContent = a.reason || '(none given)';

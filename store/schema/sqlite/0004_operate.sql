@@ -1,5 +1,5 @@
--- Spotter's store, version 3 (PostgreSQL): what operating several replicas for
--- long needs; the same tables as schema/sqlite/0003_operate.sql. Times are
+-- Spotter's store, version 4 (SQLite): what operating several replicas for
+-- long needs; the same tables as schema/postgres/0004_operate.sql. Times are
 -- microseconds since the Unix epoch, from the replicas' clocks.
 
 -- The process that holds a replica id: a second process started with the
@@ -12,13 +12,13 @@ ALTER TABLE replicas ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';
 CREATE TABLE leases (
 	name       TEXT    NOT NULL PRIMARY KEY,
 	holder     TEXT    NOT NULL,
-	expires_us BIGINT  NOT NULL
+	expires_us INTEGER NOT NULL
 );
 
 -- Sessions that retention deleted, whole: their requests answer 410 Gone
 -- until the tombstone itself is pruned.
 CREATE TABLE deleted_sessions (
 	id         TEXT    NOT NULL PRIMARY KEY,
-	deleted_us BIGINT  NOT NULL
+	deleted_us INTEGER NOT NULL
 );
 CREATE INDEX deleted_sessions_by_time ON deleted_sessions (deleted_us);
