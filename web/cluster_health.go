@@ -193,6 +193,10 @@ func (s *Server) readyz(c *gin.Context) {
 	if s.draining.Load() {
 		checks["draining"], ready = true, false
 	}
+	if n, size := s.cfg.Sandboxes.Warm(); size > 0 {
+		// Informational: an empty pool makes starts slower, not impossible.
+		checks["warm_sandboxes"] = gin.H{"ready": n, "size": size}
+	}
 	if s.cluster != nil {
 		if why := s.cluster.unfit(); why != "" {
 			checks["replica"], ready = why, false

@@ -41,6 +41,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	parallel := fs.Int("parallel", 1, "jobs to run at a time (each runs its own browser)")
 	isolation := fs.String("isolate", "auto", isolateHelp)
 	memory := fs.Uint64("memory", 0, "memory limit of each containerd sandbox, in MiB (default 1024)")
+	warm := warmFlag(fs, -1, "; default: --parallel")
 	shard := fs.String("shard", "", "I/N: run only shard I (0-based) of N, e.g. --shard $(JOB_COMPLETION_INDEX)/4")
 	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
 	progress := fs.String("progress", "auto", "auto (a bar on a terminal, JSON lines otherwise), bar, or json")
@@ -87,7 +88,10 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return exitError{2, err}
 	}
-	iso, sbx, err := openSandboxes(ctx, *isolation, *memory, log)
+	if *warm == -1 {
+		*warm = *parallel
+	}
+	iso, sbx, err := openSandboxes(ctx, *isolation, *memory, *warm, log)
 	if err != nil {
 		return exitError{2, err}
 	}
@@ -158,7 +162,10 @@ const isolateHelp = "where browsers run: containerd (a sandbox per task), local 
 // openSandboxes resolves --isolate (auto: containerd when the daemon's
 // socket exists) and prepares its sandboxes: nil for none. For containerd
 // that removes what crashed runs left behind. The caller must close them.
-func openSandboxes(ctx context.Context, name string, memoryMiB uint64, log *slog.Logger) (string, *wiring.Sandboxes, error) {
+func openSandboxes(ctx context.Context, name string, memoryMiB uint64, warm int, log *slog.Logger) (string, *wiring.Sandboxes, error) {
+	if warm < 0 {
+		return "", nil, fmt.Errorf("--warm %d: want 0 or more warm sandboxes", warm)
+	}
 	if name == "none" {
 		return name, nil, nil
 	}
@@ -166,13 +173,20 @@ func openSandboxes(ctx context.Context, name string, memoryMiB uint64, log *slog
 	if err != nil {
 		return "", nil, fmt.Errorf("--isolate: %w", err)
 	}
-	cfg := wiring.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Logger: log}
+	cfg := wiring.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Warm: warm, Logger: log}
 	cfg.Containerd.Socket = os.Getenv("SPOTTER_CONTAINERD_SOCKET")
 	sbx, err := wiring.NewSandboxes(ctx, cfg)
 	if err != nil {
 		return "", nil, fmt.Errorf("--isolate %s: %w", backend, err)
 	}
 	return string(backend), sbx, nil
+}
+
+// warmFlag defines --warm, the size of the warm pool of containerd
+// sandboxes (wiring.SandboxConfig.Warm), for the commands that start them.
+func warmFlag(fs *flag.FlagSet, def int, note string) *int {
+	return fs.Int("warm", def, "containerd sandboxes kept started ahead of demand, each with a browser, "+
+		"each used by one session only (0: none"+note+")")
 }
 
 // terminal reports whether w is a terminal, and its width.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,5 +42,19 @@ func TestBatchFindsAMissingCassetteFirst(t *testing.T) {
 	}
 	if stdout.Len() > 0 {
 		t.Errorf("stdout = %q, want no progress: no job may start", stdout.String())
+	}
+}
+
+// --warm takes 0 or more; a negative size is refused in words, whatever
+// --isolate says.
+func TestWarmFlagRefusesNegative(t *testing.T) {
+	for _, iso := range []string{"none", "local"} {
+		_, sbx, err := openSandboxes(t.Context(), iso, 0, -2, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), "--warm -2") {
+			t.Errorf("openSandboxes(%s, warm -2) = %v, want an error naming --warm", iso, err)
+		}
+		if sbx != nil {
+			sbx.Close(t.Context())
+		}
 	}
 }

@@ -164,6 +164,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxSteps := fs.Int("max-steps", 0, "step cap (default: the task file's, or 50)")
 	isolation := fs.String("isolate", "auto", isolateHelp)
 	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
+	warm := warmFlag(fs, 0, "")
 	approvalMode := fs.String("approvals", "", approvalsHelp)
 	rulesFile := fs.String("rules", "", rulesHelp)
 	fs.Usage = func() {
@@ -223,7 +224,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitError{2, err}
 	}
 
-	_, sbx, err := openSandboxes(ctx, *isolation, *memory, log)
+	_, sbx, err := openSandboxes(ctx, *isolation, *memory, *warm, log)
 	if err != nil {
 		return exitError{2, err}
 	}

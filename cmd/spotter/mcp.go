@@ -53,6 +53,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		"when its daemon's socket exists, else local; local with --browsers). Under containerd and local a session reaches "+
 		"only the policy's hosts and the start URL's")
 	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
+	warm := warmFlag(fs, 1, "")
 	approvalMode := fs.String("approvals", "", "which actions wait for a human: flagged (those the approval rules flag), "+
 		"all (every action with an effect), or none (no approvals; provider safety checks are still refused). The question "+
 		"goes to the client's user through MCP elicitation; a client that cannot ask has the action refused with its "+
@@ -147,7 +148,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		policy.Hosts = []string{u.Host}
 	}
 
-	_, sbx, err := openSandboxes(ctx, iso, *memory, log)
+	_, sbx, err := openSandboxes(ctx, iso, *memory, *warm, log)
 	if err != nil {
 		return exitError{2, err}
 	}

@@ -44,6 +44,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	token := fs.String("token", "", "the API and panel token (default: $SPOTTER_TOKEN, or a random one printed at start)")
 	isolation := fs.String("isolate", "auto", serveIsolateHelp)
 	memory := fs.Uint64("memory", 0, "each sandbox's memory limit in MiB (containerd; 0: isolate's default)")
+	warm := warmFlag(fs, 2, "")
 	mcpStart := fs.String("mcp-start-url", "", "the page every MCP session (at /mcp) opens first; its host is the MCP sessions' navigation allowlist")
 	browser := fs.String("browser", "", "Chromium executable (default: looked up on PATH)")
 	mcpIdle := fs.Duration("mcp-idle-timeout", mcp.DefaultIdleTimeout, "close an MCP session (at /mcp) nobody has called "+
@@ -185,7 +186,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return exitError{2, fmt.Errorf("--mcp-start-url: %w", err)}
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	_, sbx, err := openSandboxes(startCtx, iso, *memory, log)
+	_, sbx, err := openSandboxes(startCtx, iso, *memory, *warm, log)
 	if err != nil {
 		cancel()
 		ln.Close()

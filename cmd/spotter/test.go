@@ -29,6 +29,7 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	logs := addLogFlags(fs, "log the loop's progress to stderr")
 	isolation := fs.String("isolate", "auto", isolateHelp)
 	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
+	warm := warmFlag(fs, 1, "")
 	approvalMode := fs.String("approvals", "", approvalsHelp)
 	rulesFile := fs.String("rules", "", rulesHelp)
 	fs.Usage = func() {
@@ -70,7 +71,7 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return exitError{2, err}
 	}
-	_, sbx, err := openSandboxes(ctx, *isolation, *memory, log)
+	_, sbx, err := openSandboxes(ctx, *isolation, *memory, *warm, log)
 	if err != nil {
 		return exitError{2, err}
 	}

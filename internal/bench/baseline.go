@@ -158,11 +158,32 @@ func (b *baseline) step(ctx context.Context, id string, on bool) (time.Duration,
 	if err != nil {
 		return 0, shotCheck{}, err
 	}
+	return r.shot(on)
+}
+
+// shot returns the reply's time and screenshot, expected to show the
+// swatch in state on.
+func (r baselineReply) shot(on bool) (time.Duration, shotCheck, error) {
 	data, err := base64.StdEncoding.DecodeString(r.PNG)
 	if err != nil {
 		return 0, shotCheck{}, fmt.Errorf("baseline: screenshot: %w", err)
 	}
 	return time.Duration(r.NS), shotCheck{png: data, on: on}, nil
+}
+
+// start opens url in a new browser (launch) or a new context of the
+// running one and takes its first screenshot; it returns the time Node
+// measured and the screenshot, which must show the swatch off.
+func (b *baseline) start(ctx context.Context, launch bool, url string) (time.Duration, shotCheck, error) {
+	mode := "context"
+	if launch {
+		mode = "launch"
+	}
+	r, err := b.do(ctx, map[string]any{"op": "start", "mode": mode, "url": url, "w": modelSize.W, "h": modelSize.H})
+	if err != nil {
+		return 0, shotCheck{}, err
+	}
+	return r.shot(false)
 }
 
 func (b *baseline) Close() error {

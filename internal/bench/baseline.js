@@ -4,6 +4,9 @@
 //   {"op":"open","id":"a","url":"...","w":1280,"h":800,"dpr":1}
 //   {"op":"step","id":"a","x":200,"y":200,"keep":true}  -> {"ok":true,"ns":...,"png":"base64"}
 //   {"op":"shot","id":"a"}                              -> {"ok":true,"ns":...}
+//   {"op":"start","mode":"launch"|"context","url":"...","w":1280,"h":800}
+//     -> {"ok":true,"ns":...,"png":"base64"}: launch a browser (or a new
+//     context of the running one), new page, goto, screenshot; then closed
 //   {"op":"quit"}
 "use strict";
 const path = require("path");
@@ -47,6 +50,19 @@ const out = (o) => process.stdout.write(JSON.stringify(o) + "\n");
         const t0 = process.hrtime.bigint();
         await page.screenshot();
         out({ ok: true, ns: Number(process.hrtime.bigint() - t0) });
+      } else if (cmd.op === "start") {
+        const t0 = process.hrtime.bigint();
+        const own = cmd.mode === "launch" ? await pw.chromium.launch({
+          executablePath: process.env.SPOTTER_CHROMIUM,
+          args: JSON.parse(process.env.SPOTTER_CHROMIUM_FLAGS || "[]"),
+        }) : null;
+        const ctx = await (own || browser).newContext({ viewport: { width: cmd.w, height: cmd.h } });
+        const page = await ctx.newPage();
+        await page.goto(cmd.url);
+        const png = await page.screenshot();
+        const ns = Number(process.hrtime.bigint() - t0);
+        await (own || ctx).close();
+        out({ ok: true, ns, png: png.toString("base64") });
       } else if (cmd.op === "quit") {
         await browser.close();
         out({ ok: true });

@@ -13,6 +13,10 @@
 //     Every image is checked: a screenshot that does not show the click's
 //     final effect counts as wrong.
 //   - capture: capture and encode alone, at model size, PNG and JPEG.
+//   - start: create to first screenshot, for a context of a shared browser,
+//     a browser of its own, a containerd sandbox started on demand and one
+//     from a warm pool, beside Playwright's launch (or new context), new
+//     page, goto and screenshot; and the memory of one session of each.
 //   - concurrency: sessions added until the p95 step doubles, on a shared
 //     browser (a context per session), a browser per session, and sandboxed.
 //   - mcp: the memory an MCP session costs, as a context of a shared
@@ -22,6 +26,8 @@
 //     (supplied by the caller through Options.Server).
 //   - tokens: image bytes and estimated image tokens per step under each
 //     provider's size rule, against a full-resolution screenshot.
+//   - guard (after the others): the step, overhead and concurrency figures
+//     of this run against the floors issue 17 measured (guard.go).
 //   - context: a scripted 50-step task through each provider adapter
 //     against its fake endpoint, once per context strategy (Spotter's
 //     policy, every screenshot every time, the provider's reference
@@ -48,7 +54,7 @@ import (
 )
 
 // Sections lists the sections in the order they run.
-var Sections = []string{"tokens", "context", "capture", "step", "concurrency", "mcp", "sandbox", "server"}
+var Sections = []string{"tokens", "context", "capture", "step", "start", "concurrency", "mcp", "sandbox", "server"}
 
 // viewportPt is the viewport of every page, as a point for scaling.
 var viewportPt = actions.Pt(1280, 800)
@@ -175,6 +181,8 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 			err = r.capture(ctx)
 		case "step":
 			err = r.step(ctx)
+		case "start":
+			err = r.start(ctx)
 		case "concurrency":
 			err = r.concurrency(ctx)
 		case "mcp":
@@ -192,6 +200,7 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 			return figs, fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	guards(slices.Clone(figs), report)
 	return figs, nil
 }
 

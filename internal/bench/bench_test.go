@@ -138,9 +138,6 @@ func TestTreePSSCountsChildren(t *testing.T) {
 	if n <= 0 {
 		t.Errorf("treePSS with a child running = %d, want > 0", n)
 	}
-	if m, _ := usedMemory(); m <= 0 {
-		t.Errorf("usedMemory = %d", m)
-	}
 }
 
 // TestRunSmall runs every browser section at a tiny size and checks that
@@ -148,7 +145,7 @@ func TestTreePSSCountsChildren(t *testing.T) {
 func TestRunSmall(t *testing.T) {
 	integration(t)
 	var got []Figure
-	figs, err := Run(t.Context(), Options{Sections: []string{"tokens", "capture", "step", "concurrency"},
+	figs, err := Run(t.Context(), Options{Sections: []string{"tokens", "capture", "step", "start", "concurrency"},
 		Rounds: 2, MaxSessions: 2, StepsPerSession: 2, Report: func(f Figure) { got = append(got, f) }})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +162,8 @@ func TestRunSmall(t *testing.T) {
 		"baseline playwright dpr1 static", "baseline playwright dpr2 loading",
 		"spotter frame-control capture 1280x800 png", "spotter anthropic dpr2 1280x800 tokens",
 		"shared browser, a context per session: 2 sessions, steps back to back",
+		"shared browser, a new context: create to first screenshot", "a browser of its own: create to first screenshot",
+		"baseline playwright: launch, new page, goto, screenshot", "shared browser, a new context: memory per session",
 	} {
 		f, ok := byName[name]
 		if !ok {
@@ -175,7 +174,37 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("figure %q is empty: %+v", name, f)
 		}
 	}
+	if f := byName["shared browser, a new context: create to first screenshot"]; f.Ratio <= 0 || f.Wrong != 0 {
+		t.Errorf("start figure not compared with its baseline, or its screenshot wrong: %+v", f)
+	}
 	if f := byName["spotter frame-control dpr1 static"]; f.Ratio <= 0 || f.Baseline == "" || f.Wrong != 0 {
 		t.Errorf("step figure not compared with its baseline, or wrong: %+v", f)
+	}
+}
+
+// The guard section compares this run's step, overhead and concurrency
+// figures with issue 17's floors, and says which fell below.
+func TestGuards(t *testing.T) {
+	figs := []Figure{
+		{Name: "spotter frame-control dpr1 static", Ratio: 2.6},
+		{Name: "spotter frame-control dpr2 static", Ratio: 4.0},
+		{Name: "executor API overhead, paired (each round's round trip minus its step)", N: 20, P50: 2.9},
+		{Name: "shared browser, a context per session: most sessions with p95 step < 250 ms, steps back to back", Value: 2},
+	}
+	var got []Figure
+	guards(figs, func(f Figure) { got = append(got, f) })
+	want := map[string]bool{
+		"step, DPR 1, static page: times faster than Playwright": true,
+		"step, DPR 2, static page: times faster than Playwright": false,
+		"executor API overhead, paired p50":                      true,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("guards = %+v, want %d figures (none for a ramp without think time)", got, len(want))
+	}
+	for _, g := range got {
+		met, ok := want[g.Name]
+		if !ok || g.Met == nil || *g.Met != met || g.Section != "guard" {
+			t.Errorf("guard %q met=%v, want %v", g.Name, g.Met, met)
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spotter-harness/spotter/internal/stats"
-	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 )
@@ -80,13 +79,13 @@ func (r *runner) concurrency(ctx context.Context) error {
 			memory: func() (int64, error) { return treePSS(os.Getpid()) },
 			close:  func() {}},
 	}
-	if sb, err := r.sandboxes(ctx); err != nil {
+	if sb, err := r.sandboxes(ctx, 0); err != nil {
 		r.report(Figure{Section: "concurrency", Name: "sandboxed sessions", Note: "not measured: " + err.Error()})
 	} else {
 		defer sb.Close()
 		setups = append(setups, setup{name: "sandboxed (containerd), a browser per sandbox",
-			open:   func(ctx context.Context) (display, error) { return sb.open(ctx, r.site) },
-			memory: sandboxMemory,
+			open:   func(ctx context.Context) (display, error) { return sb.open(ctx, r.site, "") },
+			memory: sb.memory,
 			close:  func() {}})
 	}
 	for _, s := range setups {
@@ -239,10 +238,23 @@ func (r *runner) together(ctx context.Context, tabs []*tab) ([]time.Duration, in
 // excluded): the browsers it started. PSS divides shared pages among the
 // processes sharing them, so the sum is what the tree really costs.
 func treePSS(pid int) (int64, error) {
+	ps, err := descendants(pid)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, p := range ps {
+		total += pss(p)
+	}
+	return total, nil
+}
+
+// descendants returns the processes below pid.
+func descendants(pid int) ([]int, error) {
 	parents := map[int]int{}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, e := range entries {
 		p, err := strconv.Atoi(e.Name())
@@ -267,14 +279,13 @@ func treePSS(pid int) (int64, error) {
 			parents[p] = pp
 		}
 	}
-	var total int64
+	var out []int
 	for p := range parents {
-		if p == pid || !descends(p, pid, parents) {
-			continue
+		if p != pid && descends(p, pid, parents) {
+			out = append(out, p)
 		}
-		total += pss(p)
 	}
-	return total, nil
+	return out, nil
 }
 
 func descends(p, root int, parents map[int]int) bool {
@@ -306,54 +317,6 @@ func pss(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// sandboxMemory returns the memory charged to Spotter's sandboxes: the sum
-// of their cgroups' memory.current (cgroup v2) or memory.usage_in_bytes
-// (v1), which counts their tmpfs files and page cache too.
-func sandboxMemory() (int64, error) {
-	ns := containerd.DefaultNamespace
-	files, _ := filepath.Glob("/sys/fs/cgroup/" + ns + "/*/memory.current")
-	if len(files) == 0 {
-		files, _ = filepath.Glob("/sys/fs/cgroup/memory/" + ns + "/*/memory.usage_in_bytes")
-	}
-	if len(files) == 0 {
-		return 0, fmt.Errorf("no cgroups of sandboxes under /sys/fs/cgroup for namespace %s", ns)
-	}
-	var total int64
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue // a sandbox that just ended
-		}
-		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		total += v
-	}
-	return total, nil
-}
-
-// usedMemory returns the machine's memory in use (MemTotal - MemAvailable),
-// for sandboxes, whose processes are not this process's children.
-func usedMemory() (int64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	var total, avail int64
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "MemTotal:":
-			total = v
-		case "MemAvailable:":
-			avail = v
-		}
-	}
-	return (total - avail) * 1024, nil
 }
 
 // thinkLabel names the think time in figure names.

@@ -195,8 +195,8 @@ func (r *runner) step(ctx context.Context) error {
 }
 
 func joinNote(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }

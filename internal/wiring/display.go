@@ -40,6 +40,13 @@ type SandboxConfig struct {
 	MemoryMiB uint64
 	CPUs      float64
 	Pids      int64
+	// Warm is how many containerd sandboxes are kept started ahead of
+	// demand, each with a browser on a blank page of the default display
+	// (1280x800 at DPR 1) and no egress until a session takes it; 0 means
+	// none. A session whose display and limits match takes one instead of
+	// starting one, and the pool starts another in the background. Each
+	// serves one session. The local backend has no pool.
+	Warm int
 	// Logger receives the sandboxes' diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -49,8 +56,9 @@ type SandboxConfig struct {
 // opens after removing what crashed runs left behind. It is safe for
 // concurrent use; the caller must call Close.
 type Sandboxes struct {
-	cfg SandboxConfig
-	rt  *containerd.Runtime // Containerd only
+	cfg  SandboxConfig
+	rt   *containerd.Runtime // Containerd only
+	warm *warmPool           // nil without SandboxConfig.Warm
 }
 
 // NewSandboxes prepares to start sandboxes of cfg.Backend. For containerd
@@ -71,6 +79,12 @@ func NewSandboxes(ctx context.Context, cfg SandboxConfig) (*Sandboxes, error) {
 			return nil, err
 		}
 		s.rt = rt
+		if cfg.Warm > 0 {
+			spec := DisplaySpec{}
+			spec.Defaults()
+			s.warm = newWarmPool(rt, cfg.Warm, s.limits(isolate.Config{}),
+				cdp.Config{Viewport: spec.Size(), DPR: spec.DPR, Logger: cfg.Logger}, cfg.Logger)
+		}
 	default:
 		return nil, fmt.Errorf("sandbox backend %q: want local or containerd", cfg.Backend)
 	}
@@ -83,10 +97,7 @@ func (s *Sandboxes) Backend() isolate.Backend { return s.cfg.Backend }
 // Start starts one session's sandbox, with the limits of SandboxConfig
 // where cfg has none. The caller must close it.
 func (s *Sandboxes) Start(ctx context.Context, cfg isolate.Config) (isolate.Sandbox, error) {
-	cfg.MemoryMiB = cmp.Or(cfg.MemoryMiB, s.cfg.MemoryMiB)
-	cfg.CPUs = cmp.Or(cfg.CPUs, s.cfg.CPUs)
-	cfg.Pids = cmp.Or(cfg.Pids, s.cfg.Pids)
-	cfg.Logger = cmp.Or(cfg.Logger, s.cfg.Logger)
+	cfg = s.limits(cfg)
 	if s.rt != nil {
 		t0 := time.Now()
 		sb, err := s.rt.Start(ctx, cfg)
@@ -103,13 +114,56 @@ func (s *Sandboxes) Start(ctx context.Context, cfg isolate.Config) (isolate.Sand
 	return sb, nil
 }
 
-// Close closes the sandboxes still open and the connection to the daemon.
-// It runs to the end even when ctx is canceled.
+// limits returns cfg with SandboxConfig's limits and logger where it has
+// none.
+func (s *Sandboxes) limits(cfg isolate.Config) isolate.Config {
+	cfg.MemoryMiB = cmp.Or(cfg.MemoryMiB, s.cfg.MemoryMiB)
+	cfg.CPUs = cmp.Or(cfg.CPUs, s.cfg.CPUs)
+	cfg.Pids = cmp.Or(cfg.Pids, s.cfg.Pids)
+	cfg.Logger = cmp.Or(cfg.Logger, s.cfg.Logger)
+	return cfg
+}
+
+// open opens a browser display in a sandbox for the session of cfg: a warm
+// one claimed for it when one fits, else one started now.
+func (s *Sandboxes) open(ctx context.Context, cfg isolate.Config, view cdp.Config) (*isolate.Display, isolate.Sandbox, error) {
+	cfg = s.limits(cfg)
+	if s.warm != nil {
+		if d, sb, ok := s.warm.take(ctx, cfg, view); ok {
+			return d, sb, nil
+		}
+	}
+	sb, err := s.Start(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := isolate.Open(ctx, sb, view)
+	if err != nil {
+		return nil, nil, errors.Join(err, sb.Close(context.WithoutCancel(ctx)))
+	}
+	return d, sb, nil
+}
+
+// Warm returns how many warm sandboxes are ready now and how many the pool
+// keeps; both are 0 without a pool.
+func (s *Sandboxes) Warm() (ready, size int) {
+	if s == nil || s.warm == nil {
+		return 0, 0
+	}
+	return s.warm.counts()
+}
+
+// Close drains the warm pool, closes the sandboxes still open and the
+// connection to the daemon. It runs to the end even when ctx is canceled.
 func (s *Sandboxes) Close(ctx context.Context) error {
 	if s.rt == nil {
 		return nil
 	}
-	return s.rt.Close(ctx)
+	var err error
+	if s.warm != nil {
+		err = s.warm.close(ctx)
+	}
+	return errors.Join(err, s.rt.Close(ctx))
 }
 
 // DisplayRequest says what display OpenDisplay opens.
@@ -305,6 +359,13 @@ func startChromium(ctx context.Context, req DisplayRequest) (inner, isolate.Sand
 			return nil, nil, err
 		}
 		sb = lsb
+	case req.Shared == nil:
+		sc.Egress, sc.OnDecision = req.Egress, req.OnDecision
+		d, sb, err := req.Sandboxes.open(ctx, sc, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, sb, nil
 	default:
 		sc.Egress, sc.OnDecision = req.Egress, req.OnDecision
 		var err error

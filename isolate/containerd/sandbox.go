@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -62,6 +63,7 @@ type Sandbox struct {
 	mu      sync.Mutex
 	cause   error // why the sandbox died; nil while it works
 	closing bool
+	claimed bool // Claim gave it its session
 
 	closeOnce sync.Once
 	closeErr  error
@@ -84,26 +86,40 @@ func (e *deathError) Unwrap() []error { return e.errs }
 // which the caller must call. A sandbox runs one goroutine for its egress
 // proxy and one that waits for its container to exit.
 func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, error) {
-	cfg.MemoryMiB = cmp.Or(cfg.MemoryMiB, isolate.DefaultMemoryMiB)
-	cfg.CPUs = cmp.Or(cfg.CPUs, isolate.DefaultCPUs)
-	cfg.Pids = cmp.Or(cfg.Pids, isolate.DefaultPids)
-	cfg.Logger = cmp.Or(cfg.Logger, r.cfg.Logger)
+	// A bad policy is refused before a container is made for it.
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("start sandbox: %w", err)
+	}
+	s, err := r.StartSpare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Claim(ctx, cfg); err != nil {
+		return nil, errors.Join(err, s.Close(ctx))
+	}
+	return s, nil
+}
+
+// StartSpare makes and starts a sandbox for no session yet, with cfg's
+// limits, flags and name (its label; empty: its id), but not its Egress
+// and OnDecision: a warm pool's sandbox. It has no egress proxy, so
+// nothing in it reaches any host until Claim gives it a session. ctx
+// bounds the start only; the caller must call Close.
+func (r *Runtime) StartSpare(ctx context.Context, cfg isolate.Config) (*Sandbox, error) {
+	cfg = r.limits(cfg)
+	cfg.Egress, cfg.OnDecision = egress.Policy{}, nil
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("start sandbox: %w", err)
 	}
 	if cfg.MemoryMiB < 64 || cfg.CPUs < 0.01 || cfg.Pids < 16 {
 		return nil, fmt.Errorf("start sandbox: limits too small (memory %d MiB, %g CPUs, %d pids): want at least 64 MiB, 0.01 CPUs, 16 pids", cfg.MemoryMiB, cfg.CPUs, cfg.Pids)
 	}
-	proxy, err := egress.New(egress.Config{Policy: cfg.Egress, OnDecision: cfg.OnDecision, Logger: cfg.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("start sandbox: %w", err)
-	}
 	rnd := make([]byte, 8)
 	rand.Read(rnd)
 	id := idPrefix + hex.EncodeToString(rnd)
 	if cfg.Name == "" {
 		// containerd drops a label with an empty value: an unnamed
-		// sandbox is named by its id.
+		// sandbox, a warm one among them, is named by its id.
 		cfg.Name = id
 	}
 	s := &Sandbox{
@@ -111,7 +127,7 @@ func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, erro
 		id:   id,
 		dir:  filepath.Join(r.cfg.StateDir, id),
 		cfg:  cfg,
-		log:  cfg.Logger.With(logKeyComponent, "sandbox", logKeySandbox, id, "session", cfg.Name),
+		log:  cfg.Logger.With(logKeyComponent, "sandbox", logKeySandbox, id),
 		sock: filepath.Join(r.cfg.StateDir, id, runDirName, agentSocket),
 	}
 	sctx, scancel := context.WithCancel(ctx)
@@ -120,7 +136,7 @@ func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, erro
 		scancel()
 		return nil, err
 	}
-	err = s.start(sctx, proxy)
+	err := s.start(sctx)
 	scancel()
 	close(s.startDone)
 	if err != nil {
@@ -129,7 +145,86 @@ func (r *Runtime) Start(ctx context.Context, cfg isolate.Config) (*Sandbox, erro
 	return s, nil
 }
 
-func (s *Sandbox) start(ctx context.Context, proxy *egress.Proxy) error {
+// limits returns cfg with the defaults of its limits and logger.
+func (r *Runtime) limits(cfg isolate.Config) isolate.Config {
+	cfg = withLimits(cfg)
+	cfg.Logger = cmp.Or(cfg.Logger, r.cfg.Logger)
+	return cfg
+}
+
+// withLimits returns cfg with the defaults of its limits.
+func withLimits(cfg isolate.Config) isolate.Config {
+	cfg.MemoryMiB = cmp.Or(cfg.MemoryMiB, isolate.DefaultMemoryMiB)
+	cfg.CPUs = cmp.Or(cfg.CPUs, isolate.DefaultCPUs)
+	cfg.Pids = cmp.Or(cfg.Pids, isolate.DefaultPids)
+	return cfg
+}
+
+// Fits reports whether a sandbox started for spare can serve a session of
+// cfg: the same limits and browser flags (what the container was made
+// with), whatever its name and egress.
+func Fits(spare, cfg isolate.Config) bool {
+	spare, cfg = withLimits(spare), withLimits(cfg)
+	return spare.MemoryMiB == cfg.MemoryMiB && spare.CPUs == cfg.CPUs && spare.Pids == cfg.Pids &&
+		slices.Equal(spare.Flags, cfg.Flags)
+}
+
+// Claim gives a sandbox of StartSpare its one session: it starts the egress
+// proxy with cfg's Egress, OnDecision and Logger, and names the sandbox
+// after cfg.Name in its logs. cfg's limits and flags must be the
+// sandbox's (Fits). A sandbox is claimed once: a second Claim is an error,
+// so no sandbox serves two sessions.
+func (s *Sandbox) Claim(ctx context.Context, cfg isolate.Config) error {
+	cfg = s.r.limits(cfg)
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("start sandbox: %w", err)
+	}
+	if !Fits(s.cfg, cfg) {
+		return fmt.Errorf("sandbox %s: started with other limits or flags than the session asks for", s.id)
+	}
+	proxy, err := egress.New(egress.Config{Policy: cfg.Egress, OnDecision: cfg.OnDecision, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("start sandbox: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.claimed:
+		return fmt.Errorf("sandbox %s already serves a session", s.id)
+	case s.cause != nil:
+		return s.cause
+	case s.closing:
+		return &deathError{msg: fmt.Sprintf("sandbox %s is closed", s.id), errs: []error{isolate.ErrDead}}
+	}
+	if cfg.Name != "" {
+		s.cfg.Name = cfg.Name
+		s.log = cfg.Logger.With(logKeyComponent, "sandbox", logKeySandbox, s.id, "session", cfg.Name)
+		// The container's label keeps the id it started with: a round
+		// trip to the daemon on every warm start would buy only a name in
+		// ctr's listing, which this log line gives.
+		s.log.Info("sandbox claimed")
+	}
+	s.cfg.Egress, s.cfg.OnDecision, s.cfg.Logger = cfg.Egress, cfg.OnDecision, cfg.Logger
+	// The egress proxy, outside the sandbox, on a socket inside it: the
+	// agent's bridge dials it per connection, so until now every request
+	// of the sandbox failed.
+	esock := filepath.Join(s.dir, runDirName, egressSocket)
+	ln, err := net.Listen("unix", esock)
+	if err != nil {
+		return fmt.Errorf("egress socket: %w", err)
+	}
+	if err := os.Chown(esock, int(s.r.cfg.UID), int(s.r.cfg.GID)); err != nil {
+		ln.Close()
+		return err
+	}
+	pctx, pcancel := context.WithCancel(context.Background())
+	s.proxyCancel, s.proxyDone = pcancel, make(chan error, 1)
+	go func() { s.proxyDone <- proxy.Serve(pctx, ln) }()
+	s.claimed = true
+	return nil
+}
+
+func (s *Sandbox) start(ctx context.Context) error {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(ctx, s.r.cfg.Namespace), s.r.cfg.StartTimeout)
 	defer cancel()
@@ -153,20 +248,6 @@ func (s *Sandbox) start(ctx context.Context, proxy *egress.Proxy) error {
 	if err := os.Chown(run, int(uid), int(gid)); err != nil {
 		return err
 	}
-
-	// The egress proxy, outside the sandbox, on a socket inside it.
-	esock := filepath.Join(run, egressSocket)
-	ln, err := net.Listen("unix", esock)
-	if err != nil {
-		return fmt.Errorf("egress socket: %w", err)
-	}
-	if err := os.Chown(esock, int(uid), int(gid)); err != nil {
-		ln.Close()
-		return err
-	}
-	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.proxyCancel, s.proxyDone = pcancel, make(chan error, 1)
-	go func() { s.proxyDone <- proxy.Serve(pctx, ln) }()
 
 	args := append([]string(nil), s.r.cfg.AgentArgs...)
 	args = append(args,

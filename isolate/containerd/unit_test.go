@@ -16,6 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/isolate/egress"
 )
 
 // The spec a sandbox gets, checked without a daemon.
@@ -162,6 +163,27 @@ func TestConfigErrors(t *testing.T) {
 		_, err := New(t.Context(), tt.cfg)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+// A warm sandbox fits a session with the same limits and flags, defaults
+// counted as given, whatever its name and egress.
+func TestFits(t *testing.T) {
+	spare := isolate.Config{}
+	for _, c := range []struct {
+		cfg  isolate.Config
+		want bool
+	}{
+		{isolate.Config{Name: "s", Egress: egress.Policy{Allow: []string{"example.com"}}}, true},
+		{isolate.Config{MemoryMiB: isolate.DefaultMemoryMiB, CPUs: isolate.DefaultCPUs}, true},
+		{isolate.Config{MemoryMiB: 512}, false},
+		{isolate.Config{CPUs: 2}, false},
+		{isolate.Config{Pids: 64}, false},
+		{isolate.Config{Flags: []string{"--lang=de"}}, false},
+	} {
+		if got := Fits(spare, c.cfg); got != c.want {
+			t.Errorf("Fits(defaults, %+v) = %v, want %v", c.cfg, got, c.want)
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/spotter-harness/spotter/screen"
@@ -321,8 +323,10 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	// The first call on bctx starts the process and binds it to bctx, so it
 	// must not carry ctx's deadline; wait for it here instead.
 	started := make(chan error, 1)
+	var initial []*target.Info
 	go func() {
-		_, err := chromedp.Targets(bctx)
+		var err error
+		initial, err = chromedp.Targets(bctx)
 		started <- err
 	}()
 	select {
@@ -337,6 +341,7 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 		acancel()
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
+	b.closeStartTabs(ctx, initial)
 	return b, nil
 }
 
@@ -500,4 +505,22 @@ func Open(ctx context.Context, cfg Config) (*Display, error) {
 	}
 	d.owned = b
 	return d, nil
+}
+
+// closeStartTabs closes the tabs the browser opened as it started (its
+// about:blank in the default browser context). No display uses them: each
+// opens a tab in a browser context of its own. Each start tab holds a
+// renderer process, about 14 MB that a browser of one session paid for
+// nothing (docs/PERFORMANCE.md, "Start and memory"). A tab that cannot be
+// closed costs only that memory, so a failure is logged, not returned.
+func (b *Browser) closeStartTabs(ctx context.Context, tabs []*target.Info) {
+	br := chromedp.FromContext(b.ctx).Browser
+	for _, t := range tabs {
+		if t.Type != "page" {
+			continue
+		}
+		if _, err := cdp.Call(ctx, br, target.CloseTarget, target.CloseTargetParams{TargetID: t.TargetID}); err != nil {
+			b.log.Debug("close the start tab", "err", err)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -53,8 +54,10 @@ func Connect(ctx context.Context, dial func(context.Context) (net.Conn, error), 
 	// The first call on bctx dials and binds the connection to bctx; it
 	// must not carry ctx's deadline, so wait for it here instead.
 	started := make(chan error, 1)
+	var initial []*target.Info
 	go func() {
-		_, err := chromedp.Targets(bctx)
+		var err error
+		initial, err = chromedp.Targets(bctx)
 		started <- err
 	}()
 	var err error
@@ -75,6 +78,7 @@ func Connect(ctx context.Context, dial func(context.Context) (net.Conn, error), 
 		}
 		return nil, fmt.Errorf("connect to chromium: %w", err)
 	}
+	b.closeStartTabs(ctx, initial)
 	return b, nil
 }
 
