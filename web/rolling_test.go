@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,19 +168,8 @@ func TestRollingUpdate(t *testing.T) {
 		waitReady(t, n)
 		fresh = append(fresh, n)
 		live.set(n, r)
-		term := time.Now()
-		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-r.done:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("replica %s did not exit within 60s of SIGTERM:\n%s", r.id, r.stderr())
-		}
-		if code := r.cmd.ProcessState.ExitCode(); code != 0 {
-			t.Errorf("replica %s exited %d after SIGTERM, want 0", r.id, code)
-		}
-		t.Logf("replaced %s by %s: it exited %v after SIGTERM", r.id, n.id, time.Since(term).Round(time.Millisecond))
+		exited := r.terminate(t, 60*time.Second)
+		t.Logf("replaced %s by %s: it exited %v after SIGTERM", r.id, n.id, exited.Round(time.Millisecond))
 	}
 	end := time.Now()
 	// Every client makes a call on the new replicas, then stops.

@@ -197,15 +197,7 @@ func TestSoakReplicas(t *testing.T) {
 	if n := failures.Load(); n > 0 {
 		t.Errorf("%d sessions failed", n)
 	}
-	if end.goroutines > base.goroutines+soakGoroutines {
-		t.Errorf("goroutines %d, baseline %d: more than %d stayed", end.goroutines, base.goroutines, soakGoroutines)
-	}
-	if end.fds > base.fds+soakFDs {
-		t.Errorf("file descriptors %d, baseline %d: more than %d stayed", end.fds, base.fds, soakFDs)
-	}
-	if end.chromium > base.chromium {
-		t.Errorf("Chromium processes %d, baseline %d: browsers stayed after their sessions were deleted", end.chromium, base.chromium)
-	}
+	checkLeftOver(t, base, end)
 }
 
 // soakReplica is one in-process replica of the soak.
