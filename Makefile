@@ -34,6 +34,17 @@ bench: deps build ## spotter bench (step, capture, concurrency, sandbox, server,
 	SPOTTER_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchtime 40x ./screen/vnc/
 	SPOTTER_INTEGRATION=1 SPOTTER_PERF=1 $(GO) test -count=1 ./internal/perf/
 
+SOAK_FOR ?= 10m
+SOAK_CLIENTS ?= 4
+SOAK_REPLICAS ?= 2
+SOAK_RETAIN ?= 2m
+SOAK_EVERY ?= 1m
+
+soak: deps ## SOAK_CLIENTS clients against SOAK_REPLICAS replicas (one PostgreSQL) for SOAK_FOR, printing memory, goroutines, fds, disk and p95 every SOAK_EVERY
+	bash -o pipefail -c "SPOTTER_INTEGRATION=1 SPOTTER_SOAK_FOR=$(SOAK_FOR) SPOTTER_SOAK_CLIENTS=$(SOAK_CLIENTS) \
+	  SPOTTER_SOAK_REPLICAS=$(SOAK_REPLICAS) SPOTTER_SOAK_RETAIN=$(SOAK_RETAIN) SPOTTER_SOAK_EVERY=$(SOAK_EVERY) \
+	  $(GO) test -count=1 -timeout 0 -v -run '^TestSoakReplicas$$' ./web/ 2>&1 | grep --line-buffered -E 'soak_replicas_test|^(---|ok|FAIL|PASS)'"
+
 fuzz: ## run each fuzz target for 20000 inputs (counts: Go 1.26's time-based -fuzztime misbehaves here)
 	@for p in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
@@ -42,4 +53,4 @@ fuzz: ## run each fuzz target for 20000 inputs (counts: Go 1.26's time-based -fu
 clean: ## remove build output and demo runs
 	rm -rf bin runs
 
-.PHONY: help deps build demo test bench fuzz clean
+.PHONY: help deps build demo test bench soak fuzz clean

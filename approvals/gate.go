@@ -141,7 +141,7 @@ func (g *Gate) Approve(ctx context.Context, r harness.ApprovalRequest) (harness.
 	}
 	v := got.Verdict
 	switch {
-	case v.Kind == Deny && v.By == "timeout":
+	case v.Kind == Deny && v.By == byTimeout:
 		return refused, fmt.Errorf("%w (%s: %s): %s: %w", harness.ErrDenied, got.Rule, got.Reason, v.Reason, ErrExpired)
 	case v.Kind == Deny:
 		return refused, fmt.Errorf("%w by a human (%s: %s): %s", harness.ErrDenied, got.Rule, got.Reason,

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/screen"
@@ -96,6 +100,9 @@ type Verdict struct {
 	// At is when the verdict was given; Decide sets it.
 	At time.Time `json:"at"`
 }
+
+// byTimeout is Verdict.By of a request nobody decided in time.
+const byTimeout = "timeout"
 
 // EventType says what happened to a request.
 type EventType string
@@ -294,7 +301,7 @@ func (q *Queue) Expire() int {
 
 // expireLocked denies r for want of a decision. q.hookMu must be held.
 func (q *Queue) expireLocked(r Request, now time.Time) error {
-	return q.settleLocked(r, Verdict{Kind: Deny, By: "timeout", At: now,
+	return q.settleLocked(r, Verdict{Kind: Deny, By: byTimeout, At: now,
 		Reason: fmt.Sprintf("no decision within %v", r.Deadline.Sub(r.Created).Round(time.Second))})
 }
 
@@ -316,6 +323,8 @@ func (q *Queue) settleLocked(r Request, v Verdict) error {
 	e.req = r
 	delete(q.pending, r.ID)
 	delete(q.byKey, keyOf(r))
+	metricPending.remove(e)
+	observeDecision(r, v)
 	q.rememberLocked(r)
 	ev := Event{Type: EventDecision, Request: r}
 	q.publishLocked(ev)
@@ -355,7 +364,10 @@ func (q *Queue) rememberLocked(r Request) {
 // Ask waits for that one instead; if one was decided while nobody waited,
 // Ask returns its verdict at once. Ask sets r's ID and Created if they
 // are empty; r needs a Deadline. The returned Request is the one decided.
-func (q *Queue) Ask(ctx context.Context, r Request) (Request, error) {
+//
+// The wait is a span of its own (SpanWait), with the rule that asked and
+// the verdict.
+func (q *Queue) Ask(ctx context.Context, r Request) (got Request, err error) {
 	if r.Deadline.IsZero() {
 		return Request{}, errors.New("ask: the request has no deadline")
 	}
@@ -366,6 +378,18 @@ func (q *Queue) Ask(ctx context.Context, r Request) (Request, error) {
 	if snap.Verdict != nil { // decided before: an unclaimed verdict
 		return snap, nil
 	}
+	_, span := tracer.Start(ctx, SpanWait, trace.WithAttributes(attribute.String("spotter.approval.id", snap.ID),
+		attribute.String("spotter.approval.rule", snap.Rule)))
+	defer func() {
+		if got.Verdict != nil {
+			span.SetAttributes(attribute.String("spotter.approval.verdict", string(got.Verdict.Kind)),
+				attribute.Bool("spotter.approval.expired", got.Verdict.By == byTimeout))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	t := time.NewTimer(max(time.Until(snap.Deadline), 0))
 	defer t.Stop()
 	select {
@@ -457,6 +481,7 @@ func (q *Queue) attach(r Request) (*entry, Request, error) {
 	}
 	q.pending[r.ID] = e
 	q.byKey[k] = r.ID
+	metricPending.add(e, r.Created)
 	ev := Event{Type: EventRequest, Request: r}
 	q.publishLocked(ev)
 	q.mu.Unlock()
@@ -496,8 +521,10 @@ func (q *Queue) Restore(rs []Request) error {
 			q.rememberLocked(r)
 			continue
 		}
-		q.pending[r.ID] = &entry{req: r, done: make(chan struct{})}
+		e := &entry{req: r, done: make(chan struct{})}
+		q.pending[r.ID] = e
 		q.byKey[keyOf(r)] = r.ID
+		metricPending.add(e, r.Created)
 	}
 	return nil
 }

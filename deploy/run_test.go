@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,11 +23,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/internal/testca"
 	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/store/pgtest"
 )
@@ -202,22 +206,38 @@ func serveContainer(t *testing.T) (appsv1.Deployment, corev1.Container) {
 	return dep, dep.Spec.Template.Spec.Containers[0]
 }
 
-// toLoopback rewrites the listen address: "--addr HOST:PORT" with PORT the
-// container's port becomes 127.0.0.1:0, and ":PORT" in an advertised URL
-// ":0" (serve puts its listener's port there). A listen address on
-// another port fails: the probes would not reach it.
-func toLoopback(t *testing.T, args []string, port int32) []string {
+// toLoopback rewrites the listen addresses: "--addr HOST:PORT" with PORT
+// the container's port becomes 127.0.0.1:0, and ":PORT" in an advertised
+// URL ":0" (serve puts its listener's port there); "--metrics-addr
+// HOST:PORT", when there, must be on the container's port named metrics
+// (where the ServiceMonitor scrapes) and becomes 127.0.0.1:0 too. A listen
+// address on another port, or on loopback, fails: the probes, the other
+// replicas or Prometheus would not reach it.
+func toLoopback(t *testing.T, args []string, c corev1.Container, port int32) []string {
 	t.Helper()
 	out := slices.Clone(args)
-	i := slices.Index(out, "--addr")
-	if i < 0 || i+1 >= len(out) {
+	listen := func(flag string, port int32) bool {
+		i := slices.Index(out, flag)
+		if i < 0 || i+1 >= len(out) {
+			return false
+		}
+		host, p, err := net.SplitHostPort(out[i+1])
+		if err != nil || p != strconv.Itoa(int(port)) || (host != "0.0.0.0" && host != "" && host != "::") {
+			t.Fatalf("serve %s %q: want every interface on the container port %d", flag, out[i+1], port)
+		}
+		out[i+1] = "127.0.0.1:0"
+		return true
+	}
+	if !listen("--addr", port) {
 		t.Fatalf("serve args %v have no --addr: serve would listen on loopback only, out of the probes' reach", args)
 	}
-	host, p, err := net.SplitHostPort(out[i+1])
-	if err != nil || p != strconv.Itoa(int(port)) || (host != "0.0.0.0" && host != "" && host != "::") {
-		t.Fatalf("serve --addr %q: want every interface on the container port %d, where the kubelet probes", out[i+1], port)
+	if slices.Contains(out, "--metrics-addr") {
+		i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" })
+		if i < 0 {
+			t.Fatalf("serve has --metrics-addr but the container no port named metrics (%+v)", c.Ports)
+		}
+		listen("--metrics-addr", c.Ports[i].ContainerPort)
 	}
-	out[i+1] = "127.0.0.1:0"
 	if j := slices.Index(out, "--advertise"); j >= 0 && j+1 < len(out) {
 		suffix := ":" + strconv.Itoa(int(port))
 		if !strings.HasSuffix(out[j+1], suffix) {
@@ -325,10 +345,14 @@ func (p *proc) exitCode(t *testing.T, within time.Duration) int {
 	return -1
 }
 
-// probe GETs a probe path as the kubelet does: no credentials.
+// kubelet probes as the kubelet does: HTTPS without checking the
+// certificate, no credentials.
+var kubelet = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+// probe GETs a probe path as the kubelet does.
 func probe(t *testing.T, base string, get *corev1.HTTPGetAction) (int, string) {
 	t.Helper()
-	resp, err := http.Get(base + get.Path)
+	resp, err := kubelet.Get(base + get.Path)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -414,7 +438,7 @@ func TestServeBinary(t *testing.T) {
 		mounts: volumes(t, c),
 	}
 	args, env := p.command(t, c)
-	args = toLoopback(t, args, port)
+	args = toLoopback(t, args, c, port)
 	t0 := time.Now()
 	sp := start(t, bin, args, env)
 	base := strings.TrimSpace(sp.line(t, "spotter: listening on ", 60*time.Second))
@@ -667,4 +691,92 @@ func TestBatchBinary(t *testing.T) {
 			t.Errorf("the interrupted shard wrote no summary: %v", err)
 		}
 	})
+}
+
+// TestOverlayBinary starts spotter serve as each production overlay's
+// rendered Deployment runs it, as TestServeBinary does the base: the
+// database from the overlay's Secret (CloudNativePG's app URI, or the
+// external DSN), the peer certificate cert-manager would mount (here from
+// a throwaway CA, for the name spotter-peer), HTTPS probes on the named
+// port; the replica becomes ready, registers at its https address, and
+// drains on SIGTERM to exit 0 within the grace period.
+func TestOverlayBinary(t *testing.T) {
+	integration(t)
+	bin := spotterBin(t)
+	pg := pgtest.Start(t)
+	for _, dir := range []string{"overlays/cnpg", "overlays/external"} {
+		t.Run(strings.ReplaceAll(dir, "/", "_"), func(t *testing.T) {
+			dsn := pgtest.NewDB(t, pg)
+			objs, _ := render(t, dir)
+			dep := find[appsv1.Deployment](t, objs, "Deployment", "spotter")
+			c := dep.Spec.Template.Spec.Containers[0]
+			const token = "deploy-test-token-0123456789abcdef"
+			p := pod{
+				secrets: map[string]map[string]string{
+					"spotter-postgres": {"dsn": dsn},
+					// CloudNativePG's app Secret holds a postgresql:// URI.
+					"spotter-pg-app": {"uri": "postgresql://" + strings.TrimPrefix(dsn, "postgres://")},
+					"spotter-token":  {"token": token},
+				},
+				fields: map[string]string{"status.podIP": "127.0.0.1", "metadata.name": "spotter-overlay-0"},
+				mounts: volumes(t, c),
+			}
+			tlsDir, ok := p.localPath("/tls")
+			if !ok {
+				t.Fatalf("%s: no volume at /tls for the peer certificate", dir)
+			}
+			testca.New(t).WriteFiles(t, tlsDir, "spotter-peer")
+			port := c.Ports[0].ContainerPort
+			args, env := p.command(t, c)
+			args = toLoopback(t, args, c, port)
+			sp := start(t, bin, args, env)
+			metrics := strings.TrimSpace(sp.line(t, "spotter: metrics at ", 60*time.Second))
+			base := strings.TrimSpace(sp.line(t, "spotter: listening on ", 60*time.Second))
+			if !strings.HasPrefix(base, "https://127.0.0.1:") {
+				t.Fatalf("serve listens on %s, want https on loopback", base)
+			}
+			until(t, base, c.LivenessProbe.HTTPGet, http.StatusOK, 10*time.Second)
+			body := until(t, base, c.ReadinessProbe.HTTPGet, http.StatusOK, 60*time.Second)
+			t.Logf("ready: %s", body)
+			if got := scrapeReady(t, metrics); got != 1 {
+				t.Errorf("%s: spotter_ready = %v once /readyz answered 200, want 1", metrics, got)
+			}
+			st, err := store.Open(t.Context(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if reps, err := st.Replicas(t.Context()); err != nil || len(reps) != 1 || reps[0].Addr != base {
+				t.Fatalf("replicas = %+v, %v, want spotter-overlay-0 at %s", reps, err, base)
+			}
+			grace := time.Duration(*dep.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+			if err := sp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if code := sp.exitCode(t, grace); code != 0 {
+				t.Errorf("exited %d after SIGTERM, want 0:\n%s", code, sp.stderr)
+			}
+		})
+	}
+}
+
+// scrapeReady reads spotter_ready from a replica's /metrics, as
+// Prometheus would (its text format, parsed).
+func scrapeReady(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	f, ok := fams["spotter_ready"]
+	if !ok || len(f.GetMetric()) != 1 {
+		t.Fatalf("%s: no spotter_ready", url)
+	}
+	return f.GetMetric()[0].GetGauge().GetValue()
 }

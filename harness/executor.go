@@ -13,6 +13,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
 	"github.com/spotter-harness/spotter/screen"
@@ -86,7 +89,16 @@ type ExecutorConfig struct {
 
 	Trace   *trace.Writer     // nil: no trace files
 	OnEvent func(trace.Event) // sees every event after the trace has it; must not block for long
-	Logger  *slog.Logger      // nil: slog.Default()
+
+	// OnIntent, when set, is called before a call's first action that
+	// acts on the display (every kind but screenshot, wait, zoom and
+	// cursor_position) is performed, once per call, and must return once
+	// it has recorded, durably, that the call began to act: a run resumed
+	// after a crash then answers the call without performing it again
+	// (Resume.Begun). An error stops the call before that action runs.
+	OnIntent func(ctx context.Context, callID string) error
+
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // Executor is the one per-action path. Every door an action can come in by
@@ -200,7 +212,7 @@ func (e *Executor) TraceErr() error {
 // Screenshot captures the display for actor, remembers the frame and saves
 // it to the trace, returning the trace file name ("" without a trace).
 func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, string, error) {
-	shot, err := e.cfg.Display.Capture(WithActor(ctx, actor), e.cfg.Capture)
+	shot, err := e.capture(WithActor(ctx, actor), e.cfg.Capture)
 	if err != nil {
 		return screen.Shot{}, "", err
 	}
@@ -213,6 +225,22 @@ func (e *Executor) Screenshot(ctx context.Context, actor Actor) (screen.Shot, st
 	}
 	e.mu.Unlock()
 	return shot, e.saveShot(shot), nil
+}
+
+// capture takes a screenshot as o says, in a span of its own with its
+// settle wait, and counts it.
+func (e *Executor) capture(ctx context.Context, o screen.CaptureOptions) (screen.Shot, error) {
+	t0 := time.Now()
+	ctx, span := tracer.Start(ctx, SpanCapture, oteltrace.WithTimestamp(t0))
+	shot, err := e.cfg.Display.Capture(ctx, o)
+	metricCapture.Observe(time.Since(t0).Seconds())
+	if err == nil {
+		st := shot.Frame.Settle
+		settleSpan(ctx, t0, st.Waited, st.TimedOut, st.Reason)
+		span.SetAttributes(attribute.String("spotter.frame.id", shot.Frame.ID))
+	}
+	endSpan(span, err)
+	return shot, err
 }
 
 // Options say how Do treats one call.
@@ -577,8 +605,9 @@ func (e *Executor) execute(ctx context.Context, c Call, o Options, actor Actor, 
 		r.Notes = append(r.Notes, d.Notes...)
 		r.Acknowledged = c.SafetyChecks
 	}
+	intent := e.cfg.OnIntent
 	for i, a := range c.Actions {
-		if err := e.act(ctx, c, o, actor, i, a, frame, r); err != nil {
+		if err := e.act(ctx, c, o, actor, i, a, frame, r, &intent); err != nil {
 			return fmt.Errorf("action %d (%s): %w", i, a.Kind, err)
 		}
 		r.Ran++
@@ -626,8 +655,30 @@ func needsFrame(batch []actions.Action) bool {
 	return false
 }
 
-// act runs one action of a batch.
-func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result) error {
+// act runs one action of a batch, in a span of its own, and counts it.
+// intent, until it is called (and set to nil), records that the call is
+// about to act on the display.
+func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result,
+	intent *func(context.Context, string) error) error {
+	t0 := time.Now()
+	ctx, span := tracer.Start(ctx, SpanAction, oteltrace.WithAttributes(attribute.String("spotter.action.kind", a.Kind.String()),
+		attribute.Int("spotter.action.index", i), attribute.String("spotter.actor", string(actor))))
+	err := e.actOne(ctx, c, o, actor, i, a, frame, r, intent)
+	outcome := outcomeOK
+	switch {
+	case errors.Is(err, ErrDenied):
+		outcome = outcomeDenied
+	case err != nil:
+		outcome = outcomeError
+	}
+	metricAction.WithLabelValues(a.Kind.String(), outcome).Observe(time.Since(t0).Seconds())
+	endSpan(span, err)
+	return err
+}
+
+// actOne runs one action of a batch.
+func (e *Executor) actOne(ctx context.Context, c Call, o Options, actor Actor, i int, a actions.Action, frame screen.Frame, r *Result,
+	intent *func(context.Context, string) error) error {
 	m, err := frame.Map(a, cmp.Or(c.Space, screen.Image))
 	if err != nil {
 		return err
@@ -706,6 +757,12 @@ func (e *Executor) act(ctx context.Context, c Call, o Options, actor Actor, i in
 			r.Zoom = &shot
 		}
 	default:
+		if *intent != nil {
+			if err := (*intent)(ctx, c.ID); err != nil {
+				return fail(fmt.Errorf("not performed: that it was about to run could not be recorded: %w", err))
+			}
+			*intent = nil
+		}
 		if m.Kind == actions.Type {
 			m.Text = e.unveil(m.Text)
 		}
@@ -781,7 +838,7 @@ func (e *Executor) zoom(ctx context.Context, region actions.Rect, step int) (scr
 	o := e.cfg.Capture
 	o.Region = region
 	o.Size = fitLongEdge(full, limit)
-	shot, err := e.cfg.Display.Capture(ctx, o)
+	shot, err := e.capture(ctx, o)
 	if err != nil {
 		return screen.Shot{}, err
 	}

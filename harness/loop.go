@@ -18,8 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/trace"
@@ -38,7 +42,35 @@ var (
 	ErrUnknownFrame = errors.New("unknown screenshot")
 	// ErrTruncated marks calls of a turn that the provider cut short.
 	ErrTruncated = errors.New("tool call truncated by max_tokens; not executed")
+	// ErrOutcomeUnknown answers a call whose actions had begun to act on
+	// the display when the run stopped (its intent was recorded, its
+	// result was not): it is not performed again (Resume.Begun).
+	ErrOutcomeUnknown = errors.New("the outcome of this call is unknown: the server stopped after its actions " +
+		"began to run and before their result was recorded, so it was not performed again (it may have run in part " +
+		"or in full); this screenshot shows the screen now: check it before doing anything again")
 )
+
+// MayHaveActed reports whether the screen may have changed since the
+// caller's last screenshot because of r's call: it did not fail, some of
+// its actions ran, or whether they ran is unknown (ErrOutcomeUnknown). A
+// result that did not act leaves the screen as it was.
+func (r Result) MayHaveActed() bool {
+	return r.Err == nil || r.Ran > 0 || errors.Is(r.Err, ErrOutcomeUnknown)
+}
+
+// ResultErr is the error of a result as it was stored, in words: its
+// sentinel again when it is one a provider adapter reads
+// (ErrOutcomeUnknown), so that a result restored after a restart is
+// encoded as it was the first time.
+func ResultErr(stored string) error {
+	switch stored {
+	case "":
+		return nil
+	case ErrOutcomeUnknown.Error():
+		return ErrOutcomeUnknown
+	}
+	return errors.New(stored)
+}
 
 // An Approver decides whether an action may run. It returns at once for
 // actions its rules let through, and otherwise blocks until a human allows
@@ -134,6 +166,11 @@ type Config struct {
 	// has it. It must not block for long: the loop waits for it.
 	OnEvent func(trace.Event)
 
+	// OnIntent, when set, records that a call is about to act on the
+	// display (see ExecutorConfig.OnIntent), so that a run resumed after
+	// a crash does not perform it again (Resume.Begun).
+	OnIntent func(ctx context.Context, callID string) error
+
 	// OnTurn, when set, sees each model turn before any of its calls runs,
 	// as every record must show it: secret texts masked (see
 	// Executor.Prepare) and secret values redacted. r redacts what the
@@ -158,6 +195,15 @@ type Config struct {
 	Trace     *trace.Writer // nil: no trace
 	ModelName string        // provider and model, for the trace
 	Logger    *slog.Logger  // nil: slog.Default()
+
+	// Provider and ModelID name the model in metrics and spans
+	// (spotter_model_request_duration_seconds and the model request's
+	// span); an empty Provider says the model is no provider's (a
+	// script, an executor session's client): its turns are not model
+	// requests.
+	Provider, ModelID string
+	// SpanAttributes are set on the span of every turn (a session's id).
+	SpanAttributes []attribute.KeyValue
 }
 
 // ClientTools runs the tools that the loop's client implements (the
@@ -176,6 +222,11 @@ type Resume struct {
 	Turn   Turn           // the turn being answered
 	Done   []Result       // results already given for some of Turn's calls; each needs its Shot
 	Frames []screen.Frame // frames the model was sent, oldest first; the last full one is the latest
+	// Begun are the calls of Turn without a result whose intent was
+	// recorded (Config.OnIntent): they began to act on the display before
+	// the run stopped. None is performed again: each is answered with
+	// ErrOutcomeUnknown and a fresh screenshot.
+	Begun []string
 }
 
 // Outcome is how a run ended.
@@ -204,7 +255,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	exec, err := NewExecutor(ExecutorConfig{Display: cfg.Display, Policy: cfg.Policy, Limits: cfg.Limits,
 		Capture: cfg.Capture, ZoomMax: cfg.ZoomMax, RejectStale: cfg.RejectStale, ActionTimeout: cfg.ActionTimeout,
 		Approver: cfg.Approver, Inspector: cfg.Inspector, Secrets: cfg.Secrets, Trace: cfg.Trace,
-		OnEvent: cfg.OnEvent, Logger: cfg.Logger})
+		OnEvent: cfg.OnEvent, OnIntent: cfg.OnIntent, Logger: cfg.Logger})
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -257,7 +308,10 @@ func (l *loop) run(ctx context.Context) Outcome {
 		l.steps = rs.Step
 		l.record(trace.Event{Type: trace.TypeNote, Step: l.steps, Text: fmt.Sprintf("resumed at step %d with %d of %d calls answered",
 			rs.Step, len(rs.Done), len(rs.Turn.Calls))})
-		results, out, stop := l.answer(ctx, rs.Turn, rs.Done)
+		t := l.startTurn(ctx, rs.Turn, time.Now(), time.Time{}, nil)
+		t.span.SetAttributes(attribute.Bool("spotter.resumed", true))
+		results, out, stop := l.answer(t.ctx, rs.Turn, rs.Done)
+		t.end(out)
 		if stop {
 			return out
 		}
@@ -287,12 +341,18 @@ func (l *loop) run(ctx context.Context) Outcome {
 		t0 := time.Now()
 		l.scrub()
 		turn, err := l.cfg.Model.Next(ctx, l.toModel(in))
+		t1 := time.Now()
+		observeModel(l.cfg.Provider, l.cfg.ModelID, t1.Sub(t0), turn.Usage, err)
 		if err != nil {
+			if l.cfg.Provider != "" {
+				l.startTurn(ctx, turn, t0, t1, err).end(Outcome{Stop: StopError, Err: err.Error()})
+			}
 			l.record(trace.Event{Type: trace.TypeError, Step: l.steps, Error: err.Error()})
 			return Outcome{Stop: StopError, Err: fmt.Sprintf("model: %v", err)}
 		}
+		t := l.startTurn(ctx, turn, t0, t1, nil)
 		l.addUsage(turn.Usage)
-		turn = l.prepare(ctx, turn)
+		turn = l.prepare(t.ctx, turn)
 		l.record(trace.Event{Type: trace.TypeModelTurn, Step: l.steps, Text: turn.Text, Stop: string(turn.Stop),
 			Usage: trace.Usage(turn.Usage), Elapsed: time.Since(t0)})
 		if len(turn.Calls) == 0 {
@@ -300,14 +360,68 @@ func (l *loop) run(ctx context.Context) Outcome {
 			if stop == StopToolUse { // a tool_use turn with no calls: nothing to answer
 				stop = StopEndTurn
 			}
-			return Outcome{Stop: stop, Text: turn.Text}
+			out := Outcome{Stop: stop, Text: turn.Text}
+			t.end(out)
+			return out
 		}
-		results, out, stop := l.answer(ctx, turn, nil)
+		results, out, stop := l.answer(t.ctx, turn, nil)
+		t.end(out)
 		if stop {
 			return out
 		}
 		in = Input{Results: results}
 	}
+}
+
+// turnSpan is a turn being answered: its span, and when it began.
+type turnSpan struct {
+	ctx   context.Context
+	span  oteltrace.Span
+	start time.Time
+	log   *slog.Logger
+	step  int
+}
+
+// startTurn starts the span of a turn of the model (and the span of its
+// request to the model, t0 to t1, when the model is a provider's). A turn
+// a client brought (Turn.Trace: an executor call) continues the client's
+// trace from when it arrived, t1; a resumed turn (zero t1) begins now.
+func (l *loop) startTurn(ctx context.Context, turn Turn, t0, t1 time.Time, err error) turnSpan {
+	start := t0
+	if turn.Trace.IsValid() {
+		ctx = oteltrace.ContextWithSpanContext(ctx, turn.Trace)
+		start = t1
+	}
+	attrs := append([]attribute.KeyValue{attribute.Int("spotter.step", l.steps)}, l.cfg.SpanAttributes...)
+	tctx, span := tracer.Start(ctx, SpanTurn, oteltrace.WithTimestamp(start), oteltrace.WithAttributes(attrs...))
+	if l.cfg.Provider != "" && !t1.IsZero() {
+		_, ms := tracer.Start(tctx, SpanModelRequest, oteltrace.WithTimestamp(t0), oteltrace.WithAttributes(
+			attribute.String("gen_ai.provider.name", l.cfg.Provider),
+			attribute.String("gen_ai.request.model", l.cfg.ModelID),
+			attribute.Int("gen_ai.usage.input_tokens", turn.Usage.InputTokens),
+			attribute.Int("gen_ai.usage.output_tokens", turn.Usage.OutputTokens)))
+		if turn.Stop != "" {
+			ms.SetAttributes(attribute.String("spotter.stop", string(turn.Stop)))
+		}
+		endSpan(ms, err, oteltrace.WithTimestamp(t1))
+	}
+	return turnSpan{ctx: tctx, span: span, start: start, log: l.log, step: l.steps}
+}
+
+// end ends the turn's span and logs it (at Info); out, when the run
+// stops, says how.
+func (t turnSpan) end(out Outcome) {
+	elapsed := time.Since(t.start)
+	metricStep.Observe(elapsed.Seconds())
+	t.log.InfoContext(t.ctx, "turn", "step", t.step, "elapsed", elapsed.Round(time.Millisecond), "stop", out.Stop)
+	if out.Stop != "" {
+		t.span.SetAttributes(attribute.String("spotter.stop", string(out.Stop)))
+	}
+	var err error
+	if out.Err != "" {
+		err = errors.New(out.Err)
+	}
+	endSpan(t.span, err)
 }
 
 // prepare decides the secrets of turn's display calls before anything
@@ -423,6 +537,8 @@ func (l *loop) call(ctx context.Context, turn Turn, c Call) (Result, StopReason)
 		stop = StopRepeat
 	case turn.Stop == StopMaxTokens && c.DecodeErr == nil:
 		o.Refuse = ErrTruncated
+	case l.cfg.Resume != nil && slices.Contains(l.cfg.Resume.Begun, c.ID):
+		o.Refuse = ErrOutcomeUnknown
 	case l.repeats >= l.repeatWarn:
 		o.Notes = append(o.Notes, fmt.Sprintf("You have sent this exact call %d times in a row. If the screen is not changing, try something else.", l.repeats))
 	}

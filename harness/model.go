@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/screen"
 )
@@ -46,6 +48,12 @@ type Turn struct {
 	Calls []Call
 	Stop  StopReason
 	Usage Usage
+	// Trace, when valid, is the trace of the request that brought this
+	// turn (an executor call a client posted, with its traceparent): the
+	// turn's span continues it, from the moment the turn arrived. Zero:
+	// the turn's span continues the run's context and covers the model's
+	// request.
+	Trace trace.SpanContext
 }
 
 // Usage is what a turn cost.

@@ -44,33 +44,44 @@ func (d *db) Heartbeat(ctx context.Context, r Replica) (bool, error) {
 		return false, fmt.Errorf("heartbeat of replica %s: the lease ends (%v) before it is renewed (%v)", r.ID, r.Expires, r.Renewed)
 	}
 	lapsed := false
+	var held Replica
 	err := d.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var expires int64
-		err := tx.QueryRowContext(ctx, d.q(`SELECT expires_us FROM replicas WHERE id = ?`), r.ID).Scan(&expires)
+		cur, err := scanReplica(tx.QueryRowContext(ctx, d.q(`SELECT `+replicaCols+` FROM replicas WHERE id = ?`), r.ID))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return err
+		case cur.Incarnation != r.Incarnation && cur.Live(r.Renewed):
+			held = cur
+			return ErrConflict
 		default:
-			lapsed = expires <= micros(r.Renewed)
+			lapsed = micros(cur.Expires) <= micros(r.Renewed)
 		}
-		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO replicas (id, addr, sessions, capacity, draining, started_us, renewed_us, expires_us)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		_, err = tx.ExecContext(ctx, d.q(`INSERT INTO replicas (id, addr, sessions, capacity, draining, started_us, renewed_us, expires_us, incarnation)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET addr = excluded.addr, sessions = excluded.sessions, capacity = excluded.capacity,
-draining = excluded.draining, started_us = excluded.started_us, renewed_us = excluded.renewed_us, expires_us = excluded.expires_us`),
-			r.ID, r.Addr, r.Sessions, r.Capacity, boolInt(r.Draining), micros(r.Started), micros(r.Renewed), micros(r.Expires))
+draining = excluded.draining, started_us = excluded.started_us, renewed_us = excluded.renewed_us, expires_us = excluded.expires_us,
+incarnation = excluded.incarnation`),
+			r.ID, r.Addr, r.Sessions, r.Capacity, boolInt(r.Draining), micros(r.Started), micros(r.Renewed), micros(r.Expires), r.Incarnation)
 		return err
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrConflict):
+		return false, fmt.Errorf("heartbeat of replica %s: another process holds this replica id (at %s, lease renewed at %s, until %s): %w",
+			r.ID, held.Addr, held.Renewed.Format(time.RFC3339Nano), held.Expires.Format(time.RFC3339Nano), err)
+	case err != nil:
 		return false, fmt.Errorf("heartbeat of replica %s: %w", r.ID, err)
 	}
 	return lapsed, nil
 }
 
+// replicaCols are the columns scanReplica reads.
+const replicaCols = `id, addr, sessions, capacity, draining, started_us, renewed_us, expires_us, incarnation`
+
 func scanReplica(sc scanner) (Replica, error) {
 	var r Replica
 	var draining, started, renewed, expires int64
-	err := sc.Scan(&r.ID, &r.Addr, &r.Sessions, &r.Capacity, &draining, &started, &renewed, &expires)
+	err := sc.Scan(&r.ID, &r.Addr, &r.Sessions, &r.Capacity, &draining, &started, &renewed, &expires, &r.Incarnation)
 	r.Draining = draining != 0
 	r.Started, r.Renewed, r.Expires = fromMicros(started), fromMicros(renewed), fromMicros(expires)
 	return r, err
@@ -79,7 +90,7 @@ func scanReplica(sc scanner) (Replica, error) {
 // Replicas lists every replica's row, by id.
 func (d *db) Replicas(ctx context.Context) ([]Replica, error) {
 	rs, err := query(ctx, d, scanReplica,
-		`SELECT id, addr, sessions, capacity, draining, started_us, renewed_us, expires_us FROM replicas ORDER BY id`)
+		`SELECT `+replicaCols+` FROM replicas ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list replicas: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,13 @@ const maxGroup = 128
 // groupTimeout bounds one group transaction, so that a database that hangs
 // fails the writers instead of holding them forever.
 const groupTimeout = 2 * time.Minute
+
+// outageWait bounds how long writes wait for a database that cannot be
+// reached (a restart, a failover) before they fail; a write that was
+// sent when the connection broke, before its commit, had nothing stored
+// and runs again. A commit that broke is not run again: whether it was
+// stored is not known, and its writers get the error.
+const outageWait = 30 * time.Second
 
 // errClosed answers writes queued after Close.
 var errClosed = errors.New("store: closed")
@@ -123,7 +131,12 @@ func (c *committer) commit(group []*request) {
 	}
 	c.groups.Add(1)
 	c.writes.Add(int64(len(live)))
-	errs, retry := c.group(live)
+	t0 := time.Now()
+	errs, retry, down := c.group(live)
+	for wait, until := 50*time.Millisecond, time.Now().Add(outageWait); down && time.Now().Before(until) && !c.isClosed(); wait = min(2*wait, time.Second) {
+		time.Sleep(wait) // the database is away: nothing to do but wait for it
+		errs, retry, down = c.group(live)
+	}
 	if retry {
 		// Nothing of the group was stored: each write runs alone, in
 		// order, as if there had been no group.
@@ -131,43 +144,73 @@ func (c *committer) commit(group []*request) {
 			errs[i] = c.alone(r)
 		}
 	}
+	outcome := "ok"
+	if slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		outcome = "failed"
+	}
+	driver := c.d.driver()
+	metricCommit.WithLabelValues(driver, outcome).Observe(time.Since(t0).Seconds())
+	metricCommitWrites.WithLabelValues(driver).Observe(float64(len(live)))
 	for i, r := range live {
 		r.done(errs[i])
 	}
 }
 
+// isClosed reports whether Close was called.
+func (c *committer) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // group runs rs in one transaction, each in a savepoint when there are
 // several. It returns each write's error (a failed commit is every one's),
-// or retry when the group was rolled back for a retryable error.
-func (c *committer) group(rs []*request) (errs []error, retry bool) {
+// or retry when the group was rolled back for a retryable error, or down
+// when the database could not be reached or the connection broke before
+// the commit: nothing was stored, and the group can run again as it is.
+func (c *committer) group(rs []*request) (errs []error, retry, down bool) {
 	errs = make([]error, len(rs))
+	lost := func(err error) bool { return c.d.disconnected != nil && c.d.disconnected(err) }
+	fail := func(err error) ([]error, bool, bool) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, false, lost(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	tx, err := c.d.sql.BeginTx(ctx, nil)
 	if err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs, false
+		return fail(err)
 	}
 	if len(rs) == 1 {
 		if err := rs[0].fn(context.WithoutCancel(rs[0].ctx), tx); err != nil {
 			tx.Rollback()
+			if lost(err) {
+				return fail(err)
+			}
 			errs[0] = err
-			return errs, false
+			return errs, false, false
 		}
 		errs[0] = tx.Commit()
-		return errs, false
+		return errs, false, false
 	}
 	for i, r := range rs {
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
 			tx.Rollback()
-			return errs, true
+			if lost(err) {
+				return fail(err)
+			}
+			return errs, true, false
 		}
 		err := r.fn(context.WithoutCancel(r.ctx), tx)
+		if lost(err) {
+			tx.Rollback()
+			return fail(err)
+		}
 		if err != nil && c.retryable != nil && c.retryable(err) {
 			tx.Rollback()
-			return errs, true
+			return errs, true, false
 		}
 		step := "RELEASE SAVEPOINT w"
 		if err != nil {
@@ -177,12 +220,18 @@ func (c *committer) group(rs []*request) (errs []error, retry bool) {
 			// The transaction is in a state no savepoint can mend:
 			// nothing was committed, so each write runs alone.
 			tx.Rollback()
-			return errs, true
+			if lost(serr) {
+				return fail(serr)
+			}
+			return errs, true, false
 		}
 		if err != nil {
 			if _, serr := tx.ExecContext(ctx, "RELEASE SAVEPOINT w"); serr != nil {
 				tx.Rollback()
-				return errs, true
+				if lost(serr) {
+					return fail(serr)
+				}
+				return errs, true, false
 			}
 		}
 		errs[i] = err
@@ -195,7 +244,7 @@ func (c *committer) group(rs []*request) (errs []error, retry bool) {
 			}
 		}
 	}
-	return errs, false
+	return errs, false, false
 }
 
 // alone runs one write in a transaction of its own.

@@ -22,6 +22,10 @@ type db struct {
 	c           *committer
 	fkViolation func(error) bool
 	retryable   func(error) bool // see committer.retryable; nil: none
+	// disconnected reports an error that says the database could not be
+	// reached or the connection was lost; writes then wait for it (see
+	// committer.commit). nil: never (SQLite).
+	disconnected func(error) bool
 	// stmts holds the prepared statements of the writes every step makes
 	// (query → *sql.Stmt), each prepared once per connection (exec).
 	stmts sync.Map

@@ -2,9 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -44,9 +48,26 @@ func openPostgres(ctx context.Context, dsn string) (*db, error) {
 			// deadlock_detected, serialization_failure
 			return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 		},
+		disconnected: pgDisconnected,
 	}
 	d.startCommitter()
 	return d, nil
+}
+
+// pgDisconnected reports whether err says the server could not be
+// reached or the connection was lost (a restart, a failover): not an
+// answer to the statement.
+func pgDisconnected(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// connection_exception, admin_shutdown, crash_shutdown,
+		// cannot_connect_now (starting up or shutting down)
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
 }
 
 // redactDSN hides a password in a DSN meant for an error message.

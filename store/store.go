@@ -153,14 +153,18 @@ type Shot struct {
 // Replica is one server process sharing the database (spotter serve with
 // --advertise): where the others reach it, how busy it is, and its lease.
 type Replica struct {
-	ID       string    `json:"id"`
-	Addr     string    `json:"addr"`     // base URL, "http://10.1.2.3:8080"
-	Sessions int       `json:"sessions"` // sessions it runs
-	Capacity int       `json:"capacity"` // sessions it takes; 0: not said
-	Draining bool      `json:"draining"` // it takes no new sessions
-	Started  time.Time `json:"started"`
-	Renewed  time.Time `json:"renewed"`
-	Expires  time.Time `json:"expires"` // the lease: gone after this
+	ID   string `json:"id"`
+	Addr string `json:"addr"` // base URL, "http://10.1.2.3:8080"
+	// Incarnation names the process that holds the id (one per start):
+	// a second process with the same id is refused while the first one's
+	// lease runs (Heartbeat).
+	Incarnation string    `json:"incarnation,omitempty"`
+	Sessions    int       `json:"sessions"` // sessions it runs
+	Capacity    int       `json:"capacity"` // sessions it takes; 0: not said
+	Draining    bool      `json:"draining"` // it takes no new sessions
+	Started     time.Time `json:"started"`
+	Renewed     time.Time `json:"renewed"`
+	Expires     time.Time `json:"expires"` // the lease: gone after this
 }
 
 // Live reports whether r's lease runs at now.
@@ -256,7 +260,9 @@ type Store interface {
 
 	// Heartbeat inserts or renews a replica's row. lapsed reports that the
 	// row existed and its lease had run out before r.Renewed: the other
-	// replicas may have taken its sessions over.
+	// replicas may have taken its sessions over. A row whose lease runs at
+	// r.Renewed and that another incarnation holds is not touched: that
+	// is ErrConflict (two processes were given one replica id).
 	Heartbeat(ctx context.Context, r Replica) (lapsed bool, err error)
 	// Replicas lists every replica's row, by id.
 	Replicas(ctx context.Context) ([]Replica, error)
@@ -282,5 +288,42 @@ type Store interface {
 	// others adopt them at once, and returns how many.
 	ReleaseSessions(ctx context.Context, replica string) (int, error)
 
+	// Retention (retention.go): deleting finished sessions whole, and
+	// work one replica at a time does under a lease.
+
+	// DeleteSession deletes a session and every record of it but its
+	// audit entries (events, messages, calls, approvals, the screenshot
+	// index, its owner), and leaves a tombstone, in one transaction: all
+	// of it or nothing. It deletes only while the session's status is one
+	// of statuses and its Updated time is still updated (ErrConflict
+	// otherwise: it changed since it was chosen). An unknown id is
+	// ErrNotFound. Its files are the caller's.
+	DeleteSession(ctx context.Context, id string, updated time.Time, statuses ...string) error
+	// Deleted returns when DeleteSession deleted a session; ErrNotFound
+	// when it did not (or its tombstone was pruned).
+	Deleted(ctx context.Context, id string) (time.Time, error)
+	// DeletedSince lists the sessions deleted after t, oldest first.
+	DeletedSince(ctx context.Context, t time.Time) ([]Tombstone, error)
+	// PruneDeleted removes the tombstones of sessions deleted before t,
+	// and returns how many.
+	PruneDeleted(ctx context.Context, before time.Time) (int, error)
+	// AcquireLease takes the lease name for holder until expires, if it is
+	// free, lapsed at now, or holder's already (a renewal), and reports
+	// whether holder holds it.
+	AcquireLease(ctx context.Context, name, holder string, now, expires time.Time) (bool, error)
+	// ReleaseLease gives up holder's lease name, if it holds it.
+	ReleaseLease(ctx context.Context, name, holder string) error
+
 	Close() error
 }
+
+// Tombstone records a session that retention deleted.
+type Tombstone struct {
+	Session string    `json:"session"`
+	Deleted time.Time `json:"deleted"`
+}
+
+// Finished lists the statuses of sessions that nothing runs: a person
+// stopped them, they failed, or their model ended its turn. Retention
+// deletes only these.
+var Finished = []string{StatusStopped, StatusFailed, StatusIdle}

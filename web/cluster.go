@@ -3,6 +3,9 @@ package web
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/spotter-harness/spotter/store"
 )
@@ -53,6 +57,16 @@ type ClusterConfig struct {
 	// ones; 0 leaves it unsaid (the replica running the fewest sessions
 	// gets the next).
 	Capacity int
+	// PeerTLS is how this replica checks the others' certificates when it
+	// forwards to them (RootCAs, ServerName: the name their certificates
+	// hold, when it is not their advertised host); nil: the system's
+	// roots. It applies when Advertise is https, which the replicas then
+	// serve (Serve on a TLS listener): what is forwarded (clients'
+	// requests with their credentials, and a client's own provider key
+	// when a new session is placed on another replica) then never crosses
+	// in clear, and such a replica forwards to no replica that advertises
+	// http.
+	PeerTLS *tls.Config
 }
 
 // DefaultLeaseTTL is ClusterConfig.LeaseTTL's default.
@@ -76,16 +90,20 @@ const (
 // cluster is this replica's part in the cluster: its lease, the adoption
 // of orphaned sessions, and where requests go.
 type cluster struct {
-	s       *Server
-	st      store.Store
-	log     *slog.Logger
-	id      string
-	addr    string
-	ttl     time.Duration
-	cap     int
-	started time.Time
+	s    *Server
+	st   store.Store
+	log  *slog.Logger
+	id   string
+	addr string
+	ttl  time.Duration
+	// incarnation names this process among those that ever held id: a
+	// second process given the same id is refused (register).
+	incarnation string
+	cap         int
+	started     time.Time
 
 	transport *http.Transport
+	tls       bool // Advertise is https: peers are reached over TLS only
 	proxyMu   sync.Mutex
 	proxies   map[string]*httputil.ReverseProxy
 
@@ -120,34 +138,50 @@ func newCluster(s *Server, cfg ClusterConfig) (*cluster, error) {
 	if ttl < 300*time.Millisecond {
 		return nil, fmt.Errorf("web: Cluster.LeaseTTL %v: want at least 300ms", ttl)
 	}
+	var inc [8]byte
+	if _, err := rand.Read(inc[:]); err != nil {
+		return nil, err
+	}
 	c := &cluster{s: s, st: s.st, log: s.log.With("replica", id), id: id, addr: u.String(), ttl: ttl, cap: cfg.Capacity,
-		started: time.Now(), proxies: map[string]*httputil.ReverseProxy{}, kick: make(chan struct{}, 1),
+		incarnation: hex.EncodeToString(inc[:]),
+		started:     time.Now(), proxies: map[string]*httputil.ReverseProxy{}, kick: make(chan struct{}, 1),
 		done: make(chan struct{}), lost: make(chan struct{}), adopting: map[string]bool{}}
 	c.transport = &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 32,
 		IdleConnTimeout:     60 * time.Second,
+		TLSHandshakeTimeout: 5 * time.Second,
 		// No response header timeout: long polls (?wait=) and event
 		// streams answer when they answer; the client's request bounds
 		// them.
 	}
+	switch {
+	case u.Scheme == "https":
+		tc := &tls.Config{}
+		if cfg.PeerTLS != nil {
+			tc = cfg.PeerTLS.Clone()
+		}
+		tc.MinVersion = max(tc.MinVersion, tls.VersionTLS12)
+		c.transport.TLSClientConfig, c.tls = tc, true
+	case cfg.PeerTLS != nil:
+		return nil, fmt.Errorf("web: Cluster.PeerTLS is set but Cluster.Advertise %q is not https: the others would forward to this replica in clear", cfg.Advertise)
+	}
 	return c, nil
 }
 
-// start gives up whatever an earlier process of this replica's id owned
-// (it is gone: this is its replacement), registers the replica, and
-// starts the loop that renews the lease and adopts orphaned sessions.
+// start registers the replica (refusing an id another live process
+// holds), gives up whatever an earlier process of this replica's id owned
+// (it is gone: this is its replacement), and starts the loop that renews
+// the lease and adopts orphaned sessions.
 func (c *cluster) start(ctx context.Context) error {
+	if err := c.register(ctx); err != nil {
+		return err
+	}
 	if n, err := c.st.ReleaseSessions(ctx, c.id); err != nil {
 		return fmt.Errorf("web: %w", err)
 	} else if n > 0 {
 		c.log.Info("released the sessions of this replica's previous process", "sessions", n)
 	}
-	now := time.Now()
-	if _, err := c.st.Heartbeat(ctx, c.row(now)); err != nil {
-		return fmt.Errorf("web: register replica: %w", err)
-	}
-	c.renewed = now
 	lctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	go func() {
@@ -157,10 +191,62 @@ func (c *cluster) start(ctx context.Context) error {
 	return nil
 }
 
+// ErrReplicaIDHeld is what Start returns when another live process holds
+// this replica's id: two replicas were given one --replica-id.
+var ErrReplicaIDHeld = errors.New("replica id in use")
+
+// register makes this process the holder of its replica id. A row of the
+// id whose lease still runs belongs to another process: a live replica
+// started with the same id, or this replica's previous process, which
+// died without handing over. register tells them apart by watching the
+// lease: a live holder renews it (every third of its lease), and then
+// this process is refused with ErrReplicaIDHeld; a dead one lets it
+// lapse, and this process takes the id over.
+func (c *cluster) register(ctx context.Context) error {
+	var watched store.Replica
+	for {
+		now := time.Now()
+		_, err := c.st.Heartbeat(ctx, c.row(now))
+		if err == nil {
+			c.renewed = now
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("web: register replica: %w", err)
+		}
+		rs, lerr := c.st.Replicas(ctx)
+		if lerr != nil {
+			return fmt.Errorf("web: register replica: %w", lerr)
+		}
+		i := slices.IndexFunc(rs, func(r store.Replica) bool { return r.ID == c.id })
+		if i < 0 {
+			continue // gone meanwhile: try again
+		}
+		held := rs[i]
+		switch {
+		case watched.ID == "":
+			c.log.Warn("another process holds this replica id; waiting for its lease to lapse, watching for a renewal",
+				"holder_addr", held.Addr, "lease_until", held.Expires)
+		case held.Incarnation == watched.Incarnation && !held.Renewed.Equal(watched.Renewed):
+			return fmt.Errorf("web: replica id %q is held by a live replica at %s (it renewed its lease at %s): two "+
+				"processes were started with the same --replica-id; give each its own (the default is the host name and "+
+				"process id; on Kubernetes, the pod's name) (%w)", c.id, held.Addr, held.Renewed.Format(time.RFC3339Nano), ErrReplicaIDHeld)
+		}
+		watched = held
+		wait := min(max(time.Until(held.Expires), 0)+10*time.Millisecond, c.ttl/6)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("web: register replica %q: another process held the id until the start's time ran out (%w): %w",
+				c.id, ErrReplicaIDHeld, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+	}
+}
+
 // row is this replica's row in the store, renewed at now.
 func (c *cluster) row(now time.Time) store.Replica {
 	return store.Replica{ID: c.id, Addr: c.addr, Sessions: c.s.mgr.Load(), Capacity: c.cap, Draining: c.s.draining.Load(),
-		Started: c.started, Renewed: now, Expires: now.Add(c.ttl)}
+		Started: c.started, Renewed: now, Expires: now.Add(c.ttl), Incarnation: c.incarnation}
 }
 
 // wake runs a round of the loop now.
@@ -208,9 +294,21 @@ func (c *cluster) round(ctx context.Context) {
 	c.mu.Unlock()
 	switch {
 	case ctx.Err() != nil:
+	case err == nil && lapsed:
+		metricRenewals.WithLabelValues("lapsed").Inc()
+	case err != nil:
+		metricRenewals.WithLabelValues("failed").Inc()
+	default:
+		metricRenewals.WithLabelValues("ok").Inc()
+	}
+	switch {
+	case ctx.Err() != nil:
 		return
 	case err == nil && lapsed:
 		c.fence(fmt.Sprintf("the lease had lapsed when it was renewed (%v after the last renewal)", since.Round(time.Millisecond)))
+		return
+	case errors.Is(err, store.ErrConflict):
+		c.fence(fmt.Sprintf("another process took this replica id over: %v", err))
 		return
 	case err != nil && since >= c.ttl*2/3:
 		c.fence(fmt.Sprintf("no renewal for %v: %v", since.Round(time.Millisecond), err))
@@ -236,6 +334,13 @@ func (c *cluster) sweep(ctx context.Context, now time.Time) {
 	if err != nil {
 		return
 	}
+	live := 0
+	for _, r := range rs {
+		if r.Live(now) {
+			live++
+		}
+	}
+	metricReplicas.Set(float64(live))
 	for _, r := range rs {
 		if r.ID != c.id && now.Sub(r.Expires) > 20*c.ttl {
 			if err := c.st.DeleteReplica(ctx, r.ID); err != nil {
@@ -254,6 +359,7 @@ func (c *cluster) fence(why string) {
 		return
 	default:
 	}
+	metricLeaseLost.Inc()
 	c.log.Error("replica lease lost: stopping every session so that none runs on two replicas", "why", why)
 	c.lostErr.Store(why)
 	if err := c.s.handOverMCP(context.Background()); err != nil {
@@ -302,7 +408,7 @@ func (c *cluster) candidates(ctx context.Context, now time.Time) ([]store.Replic
 		if r.ID == c.id {
 			r = c.row(now)
 		}
-		if r.Live(now) && !r.Draining && r.Addr != "" {
+		if r.Live(now) && !r.Draining && c.reachable(r.Addr) {
 			out = append(out, r)
 		}
 	}
@@ -428,9 +534,11 @@ func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
 	// run opens it. The store work is bounded by the server's life, not
 	// by this round.
 	if err := c.s.mgr.Adopt(context.WithoutCancel(ctx), o.Session); err != nil {
+		metricAdoptions.WithLabelValues("failed").Inc()
 		c.log.Error("adopt session", "session", o.Session, "err", err)
 		return
 	}
+	metricAdoptions.WithLabelValues("adopted").Inc()
 	args := []any{"session", o.Session, "from", cmp.Or(o.Replica, "(released)")}
 	if !o.Expires.IsZero() {
 		args = append(args, "lease_lapsed_ago", now.Sub(o.Expires).Round(time.Millisecond))
@@ -491,8 +599,18 @@ func (c *cluster) retryIn(expires time.Time) time.Duration {
 	return min(max(d, time.Second), c.ttl+c.ttl/3)
 }
 
-// proxy forwards requests to the replica at addr.
+// reachable reports whether this replica forwards to a replica that
+// advertises addr: any address, or only https ones when this replica's
+// peers are reached over TLS.
+func (c *cluster) reachable(addr string) bool {
+	return addr != "" && (!c.tls || strings.HasPrefix(addr, "https://"))
+}
+
+// proxy forwards requests to the replica at addr; nil when it may not.
 func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
+	if !c.reachable(addr) {
+		return nil
+	}
 	c.proxyMu.Lock()
 	defer c.proxyMu.Unlock()
 	if p := c.proxies[addr]; p != nil {
@@ -514,13 +632,21 @@ func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
 				r.Out.Header.Set(HeaderProviderKey, cr.key)
 			}
 		},
-		Transport:     c.transport,
+		// Each forwarded request is a client span of the request's trace,
+		// whose traceparent the owner continues.
+		Transport: otelhttp.NewTransport(c.transport,
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "forward " + r.Method })),
 		FlushInterval: -1, // event streams
+		ModifyResponse: func(*http.Response) error {
+			metricForwarded.WithLabelValues("ok").Inc()
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			metricForwarded.WithLabelValues("failed").Inc()
 			if r.Context().Err() != nil {
 				return // the client left
 			}
-			c.log.Warn("forward to replica", "to", addr, "method", r.Method, "path", r.URL.Path, "err", err)
+			c.log.WarnContext(r.Context(), "forward to replica", "to", addr, "method", r.Method, "path", r.URL.Path, "err", err)
 			if hold, ok := r.Context().Value(mcpStreamKey{}).(func(http.ResponseWriter, *http.Request)); ok {
 				hold(w, r)
 				return
@@ -539,6 +665,7 @@ func (c *cluster) proxy(addr string) *httputil.ReverseProxy {
 func (c *cluster) forward(g *gin.Context, addr string) {
 	p := c.proxy(addr)
 	if p == nil {
+		c.log.Warn("forward to replica: not over TLS, while this replica's peers are reached over TLS", "to", addr)
 		unavailable(g, time.Second, "the replica that runs this session has no usable address")
 		return
 	}
@@ -619,7 +746,7 @@ func (s *Server) routeNew(g *gin.Context, route string, forwarded bool) {
 	if c != nil && !forwarded {
 		addr, err := c.place(g.Request.Context())
 		if err != nil {
-			s.log.Warn("place a session", "err", err)
+			s.log.WarnContext(g.Request.Context(), "place a session", "err", err)
 		}
 		if addr != "" {
 			c.forward(g, addr)
@@ -815,7 +942,7 @@ func (s *Server) routeSession(g *gin.Context, id string, forwarded bool) {
 		g.Next() // the handler answers 404
 		return
 	case err != nil:
-		s.log.Warn("find a session's replica", "session", id, "err", err)
+		s.log.WarnContext(g.Request.Context(), "find a session's replica", "session", id, "err", err)
 		unavailable(g, time.Second, "the store did not answer; try again")
 		return
 	}

@@ -205,8 +205,10 @@ func (s *Server) readyz(c *gin.Context) {
 		}
 	}
 	code := http.StatusOK
+	metricReady.Set(1)
 	if !ready {
 		code = http.StatusServiceUnavailable
+		metricReady.Set(0)
 	}
 	c.Header("Cache-Control", "no-store")
 	c.JSON(code, gin.H{"ready": ready, "checks": checks})

@@ -125,12 +125,32 @@ func (m *tagModel) turnsOf(tag string) []int {
 
 // replica is one `spotter serve --advertise` process.
 type replica struct {
-	id   string
-	base string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *bytes.Buffer
-	mu   *sync.Mutex
+	id      string
+	base    string
+	metrics string // its /metrics URL, with --metrics-addr
+	cmd     *exec.Cmd
+	done    chan struct{}
+	log     *bytes.Buffer
+	mu      *sync.Mutex
+}
+
+// terminate sends r SIGTERM, as a rolling update or a drain does, and
+// returns how long it took to exit, which must be with 0 within limit.
+func (r *replica) terminate(t *testing.T, limit time.Duration) time.Duration {
+	t.Helper()
+	term := time.Now()
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(limit):
+		t.Fatalf("replica %s did not exit within %v of SIGTERM:\n%s", r.id, limit, r.stderr())
+	}
+	if code := r.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("replica %s exited %d after SIGTERM, want 0:\n%s", r.id, code, r.stderr())
+	}
+	return time.Since(term)
 }
 
 func (r *replica) stderr() string {
@@ -169,6 +189,9 @@ func startReplica(t *testing.T, bin, id, data, dsn string, env []string, flags .
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "spotter: metrics at "); ok {
+				r.metrics = u // before the listening line, which publishes it
+			}
 			if u, ok := strings.CutPrefix(sc.Text(), "spotter: listening on "); ok {
 				lines <- u
 			}
@@ -723,18 +746,7 @@ func (rt *replicaTest) drainIntoNewReplica(tags []string) {
 	r4 := startReplica(t, rt.bin, "r4", rt.data, rt.dsn, rt.env, rt.flags()...)
 	rt.cl.reps = append(rt.cl.reps, r4)
 	term := time.Now()
-	if err := last.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-last.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("replica %s did not exit within 30s of SIGTERM:\n%s", last.id, last.stderr())
-	}
-	if code := last.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Errorf("replica %s exited %d after SIGTERM, want 0:\n%s", last.id, code, last.stderr())
-	}
-	exited := time.Since(term)
+	exited := last.terminate(t, 30*time.Second)
 	rt.cl.drop(last)
 	rt.model.release("late")
 	tags = append(tags, "late")

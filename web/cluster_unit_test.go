@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/screentest"
+	"github.com/spotter-harness/spotter/store"
 	"github.com/spotter-harness/spotter/web"
 )
 
@@ -34,6 +38,13 @@ func (r *inProcessReplica) close() {
 
 func newInProcessReplica(t *testing.T, id, db string) *inProcessReplica {
 	t.Helper()
+	return newInProcessReplicaWith(t, id, db, t.TempDir(), web.Retention{}, 0)
+}
+
+// newInProcessReplicaWith is newInProcessReplica with a data directory,
+// a retention and a lease (0: 1.5s).
+func newInProcessReplicaWith(t *testing.T, id, db, data string, retain web.Retention, lease time.Duration) *inProcessReplica {
+	t.Helper()
 	var h http.Handler
 	var mu sync.Mutex
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,8 +53,8 @@ func newInProcessReplica(t *testing.T, id, db string) *inProcessReplica {
 		mu.Unlock()
 		hh.ServeHTTP(w, r)
 	}))
-	srv, err := web.New(t.Context(), web.Config{DataDir: t.TempDir(), DB: db, Token: testToken,
-		Cluster: web.ClusterConfig{Advertise: "http://" + hs.Listener.Addr().String(), ReplicaID: id, LeaseTTL: 1500 * time.Millisecond},
+	srv, err := web.New(t.Context(), web.Config{DataDir: data, DB: db, Token: testToken, Retention: retain,
+		Cluster: web.ClusterConfig{Advertise: "http://" + hs.Listener.Addr().String(), ReplicaID: id, LeaseTTL: cmp.Or(lease, 1500*time.Millisecond)},
 		NewModel: func(ctx context.Context, m session.ModelSpec, image screen.Size, tools []harness.ToolSpec) (harness.Model, error) {
 			return endModel{}, nil // fuzz_test.go's
 		},
@@ -141,4 +152,70 @@ func TestClusterInProcess(t *testing.T) {
 		t.Errorf("POST /session/%s on the adopter = %v, want a turn to end_turn", id, k)
 	}
 	checkSeq(t, e, id)
+}
+
+// startReplicaErr starts a replica like newInProcessReplica, and returns
+// Start's error (the replica is closed when the test ends, or at once if
+// Start failed).
+func startReplicaErr(t *testing.T, id, db string, lease time.Duration) error {
+	t.Helper()
+	srv, err := web.New(t.Context(), web.Config{DataDir: t.TempDir(), DB: db, Token: testToken,
+		Cluster: web.ClusterConfig{Advertise: "http://127.0.0.1:1", ReplicaID: id, LeaseTTL: lease},
+		NewDisplay: func(ctx context.Context, d session.DisplaySpec) (session.Display, error) {
+			return fakeDisplay{&screentest.Fake{Viewport: d.Size(), DPR: d.DPR}}, nil
+		}})
+	if err != nil {
+		t.Fatalf("web.New(%s): %v", id, err)
+	}
+	err = srv.Start(t.Context())
+	if err != nil {
+		_ = srv.Close(context.Background())
+	} else {
+		t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	}
+	return err
+}
+
+// A replica id that a live replica holds is refused at start, with a
+// reason that names the holder; the holder's sessions stay its own. An
+// id whose holder died (its lease no longer renewed) is taken over once
+// the lease lapses.
+func TestReplicaIDHeld(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "shared.db")
+	a := newInProcessReplica(t, "same", db)
+	e := &env{t: t, base: a.http.URL}
+	resp, _ := e.stream("PUT", "/session", spec("Say done", nil))
+	id := resp.Header.Get("X-Session-Id")
+
+	t0 := time.Now()
+	err := startReplicaErr(t, "same", db, 1500*time.Millisecond)
+	if !errors.Is(err, web.ErrReplicaIDHeld) || !strings.Contains(err.Error(), a.http.URL) ||
+		!strings.Contains(err.Error(), "--replica-id") {
+		t.Fatalf("Start of a second replica with a live replica's id = %v, want ErrReplicaIDHeld naming %s and --replica-id", err, a.http.URL)
+	}
+	t.Logf("refused after %v: %v", time.Since(t0).Round(time.Millisecond), err)
+	if code, by := get(t, a.http.URL, "/session/"+id); code != http.StatusOK || by != "same" {
+		t.Errorf("GET /session/%s on the first replica after the refusal = %d from %q, want 200 from it", id, code, by)
+	}
+	// The first one stops renewing without handing over (as if killed):
+	// its row stays, its lease runs out, and the id is anyone's.
+	st, err := store.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	if _, err := st.Heartbeat(t.Context(), store.Replica{ID: "gone", Addr: "http://127.0.0.1:2", Incarnation: "dead",
+		Started: now, Renewed: now, Expires: now.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	t0 = time.Now()
+	if err := startReplicaErr(t, "gone", db, 1500*time.Millisecond); err != nil {
+		t.Fatalf("Start with the id of a replica that stopped renewing = %v, want it taken over", err)
+	}
+	if time.Now().Before(now.Add(time.Second)) {
+		t.Errorf("took the id over before its holder's lease lapsed")
+	}
+	t.Logf("took a dead replica's id over after %v", time.Since(t0).Round(time.Millisecond))
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,9 +71,16 @@ func TestCrashRestart(t *testing.T) {
 	t0 := time.Now()
 	bin := buildSpotter(t)
 	t.Logf("built spotter in %v", time.Since(t0).Round(time.Millisecond))
+	// The page reports the purchase: what the server says of the click
+	// is checked on the page's side.
+	var bought atomic.Int32
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bought" {
+			bought.Add(1)
+			return
+		}
 		w.Header().Set("Content-Type", "text/html")
-		io.WriteString(w, shopPage)
+		io.WriteString(w, strings.Replace(shopPage, `onclick="`, `onclick="fetch('/bought');`, 1))
 	}))
 	defer page.Close()
 	model := anthropictest.NewServer(t,
@@ -150,8 +158,36 @@ func TestCrashRestart(t *testing.T) {
 	if res.IsError {
 		t.Errorf("tool_result after restart = %s, want success", all[6].Data)
 	}
+	if n := bought.Load(); n != 1 {
+		t.Errorf("the page saw %d purchases, want the approved click's one", n)
+	}
 	reqs := model.Requests()
 	if n := len(reqs); n != 2 {
 		t.Errorf("model requests = %d, want 2 (one per turn, none repeated)", n)
+	}
+}
+
+// The first click after a restart lands on the relaunched page: a browser
+// that has not drawn the page since it loaded dropped it, and the call
+// still answered that it ran.
+func TestClickAfterRestart(t *testing.T) {
+	if !integration() {
+		t.Skip("SPOTTER_INTEGRATION=1 runs the crash tests (real Chromium, the built binary, kill -9)")
+	}
+	bin := buildSpotter(t)
+	page, data := newKillPage(t), t.TempDir()
+	c := serveChild(t, bin, data, nil, "--isolate", "none")
+	e := &env{t: t, base: c.base}
+	var ex struct{ ID string }
+	postJSON(t, e, "/executor/sessions", map[string]any{"provider": "anthropic", "start_url": page.URL,
+		"display": map[string]any{"width": 1024, "height": 640}, "approvals": map[string]any{"supervise": "none"}}, http.StatusOK, &ex)
+	c.kill(t)
+	c = serveChild(t, bin, data, nil, "--isolate", "none")
+	e.base = c.base
+	var a execAnswer
+	postJSON(t, e, "/executor/sessions/"+ex.ID+"/call?wait=60s", anthropictest.ToolUse("go", "computer",
+		map[string]any{"action": "left_click", "coordinate": []int{350, 190}}), http.StatusOK, &a)
+	if n := page.clicks.Load(); a.Error != "" || n != 1 {
+		t.Errorf("the first click after the restart = error %q, and the page saw %d clicks; want it to land once", a.Error, n)
 	}
 }

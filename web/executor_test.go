@@ -175,3 +175,19 @@ func TestExecutorApproval(t *testing.T) {
 		t.Errorf("second decision = %d, want 409", resp.StatusCode)
 	}
 }
+
+// text is the text of an answer's native result (its content's text
+// blocks, or the result itself when it has none).
+func (a execAnswer) text() string {
+	var r struct {
+		Content []struct{ Type, Text string }
+	}
+	if json.Unmarshal(a.Result, &r) != nil || len(r.Content) == 0 {
+		return string(a.Result)
+	}
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}

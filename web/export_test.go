@@ -1,6 +1,24 @@
 package web
 
-import "time"
+import (
+	"context"
+	"time"
+)
+
+// RetentionPass is what one pass of retention did.
+type RetentionPass = passResult
+
+// RetainNow runs one round of retention r on s at now, as s's background
+// loop does every Retention.Every, under the same lease: the tests choose
+// the limits and the clock. It forgets every deletion it finds.
+func RetainNow(ctx context.Context, s *Server, r Retention, now time.Time) (RetentionPass, error) {
+	rt := newRetainer(s, r)
+	rt.seen = time.Time{}
+	return rt.round(ctx, now)
+}
+
+// Holds reports whether s holds session id in memory.
+func Holds(s *Server, id string) bool { return s.mgr.Has(id) }
 
 // SpecViolations returns the requests and answers of s that broke
 // docs/openapi.yaml (openapi_test.go), and forgets them.

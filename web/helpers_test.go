@@ -61,6 +61,8 @@ type envOpts struct {
 	timeout time.Duration
 	// displays are Config.Displays.
 	displays []string
+	// retention is Config.Retention.
+	retention web.Retention
 }
 
 func newEnv(t *testing.T, o envOpts, replies ...anthropictest.Reply) *env {
@@ -79,6 +81,7 @@ func newEnv(t *testing.T, o envOpts, replies ...anthropictest.Reply) *env {
 		ApprovalTimeout: o.timeout,
 		DB:              o.db,
 		Displays:        o.displays,
+		Retention:       o.retention,
 	}
 	switch {
 	case integration() && !o.fake:

@@ -343,4 +343,18 @@ func TestProviderKeyAfterRestart(t *testing.T) {
 	}
 	noServerKey(t, "after the restart", hs)
 	notStored(t, e, logs, clientKey, h.Session.Error)
+
+	// A user message cannot continue it: refused with the reason, which
+	// the record keeps.
+	reason := h.Session.Error
+	resp := e.request("POST", "/session/"+id, map[string]any{"messages": []map[string]any{{"role": "user", "content": "Go on."}}})
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), web.HeaderProviderKey) {
+		t.Errorf("POST /session/%s with a user message after the restart = %d %s, want 409 saying the key is gone", id, resp.StatusCode, b)
+	}
+	e.getJSON("/session/"+id, &h)
+	if h.Session.Status != "failed" || h.Session.Error != reason {
+		t.Errorf("session after the refused message = %+v, want failed with the reason %q kept", h.Session, reason)
+	}
 }

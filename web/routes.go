@@ -72,7 +72,7 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	s.cop = http.NewCrossOriginProtection()
 	e := gin.New()
-	e.Use(s.answer, s.crossSite)
+	e.Use(s.answer, s.observe, s.crossSite)
 	e.HandleMethodNotAllowed = true
 	e.NoMethod(func(c *gin.Context) { abort(c, http.StatusMethodNotAllowed, "method not allowed") })
 	e.NoRoute(s.static)
@@ -183,7 +183,7 @@ func (s *Server) fail(c *gin.Context, err error) {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		code, msg = http.StatusRequestTimeout, fmt.Sprintf("the request did not arrive within %v", s.cfg.HTTP.ReadTimeout)
 	default:
-		s.log.Error("request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
+		s.log.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method, "path", c.FullPath(), "err", err)
 	}
 	abort(c, code, msg)
 }
@@ -425,7 +425,7 @@ func (s *Server) shot(c *gin.Context) {
 	f, err := os.Open(filepath.Join(ss.Dir(), filepath.FromSlash(clean)))
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Error("open screenshot", "session", ss.ID(), "name", clean, "err", err)
+			s.log.ErrorContext(c.Request.Context(), "open screenshot", "session", ss.ID(), "name", clean, "err", err)
 		}
 		abort(c, http.StatusNotFound, "no such screenshot")
 		return

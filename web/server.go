@@ -136,6 +136,10 @@ type Config struct {
 	// Cluster, with Cluster.Advertise set, makes this server one replica
 	// of several that share its store (PostgreSQL): see ClusterConfig.
 	Cluster ClusterConfig
+	// Retention deletes finished sessions, whole, past an age or a total
+	// size of their files (spotter serve --retain); the zero Retention
+	// deletes nothing.
+	Retention Retention
 	// BrowserCheck is how often /readyz's check starts a browser (opened
 	// like a session's, on about:blank) when no session has started one
 	// since; default DefaultBrowserCheck, negative: never (the check then
@@ -220,8 +224,8 @@ type Server struct {
 	mgr    *session.Manager
 	token  string
 	engine *gin.Engine
-	// handler is what Handler and Serve serve: engine, wrapped by
-	// testHandler when the package's tests set it.
+	// handler is what Handler and Serve serve: engine in each request's
+	// span (traced), wrapped by testHandler when the package's tests set it.
 	handler http.Handler
 	assets  fs.FS
 	cop     *http.CrossOriginProtection
@@ -251,6 +255,7 @@ type Server struct {
 	draining atomic.Bool   // Drain was called: no new sessions
 	closing  atomic.Bool   // Close was called: sessions are being handed over
 	cluster  *cluster      // nil for a server on its own (cluster.go)
+	retainer *retainer     // nil without Config.Retention (retention.go)
 	started  atomic.Bool   // Start was called
 	bgMu     sync.Mutex    // guards bgStop
 	bgStop   context.CancelFunc
@@ -306,10 +311,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return defaultModel(m, image, tools, env, s.log)
 		}
 	}
-	newDisplay := s.opener()
+	// An agent or executor session's display is relaunched by the
+	// session, at its last page, a bounded number of times (session's
+	// guard); an MCP session's display starts itself anew.
+	newDisplay := s.opener(0)
 	s.browser = newBrowserCheck(cmp.Or(cfg.BrowserCheck, DefaultBrowserCheck), probeBrowser(newDisplay))
 	newDisplay = s.checkedOpener(newDisplay)
-	sessionDisplay, err := allowedDisplays(cfg.Displays, newDisplay)
+	sessionDisplay, err := allowedDisplays(cfg.Displays, s.checkedOpener(s.opener(-1)))
 	if err != nil {
 		return nil, err
 	}
@@ -351,11 +359,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		return &auth.TokenInfo{}, nil // authenticate let it through: the server token sees every session
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.mcpH)
+	if cfg.Retention.Enabled() {
+		s.retainer = newRetainer(s, cfg.Retention)
+	}
 	s.assets = panel.FS
 	s.engine = s.routes()
-	s.handler = s.engine
+	s.handler = traced(s.engine)
 	if testHandler != nil {
-		s.handler = testHandler(s, s.engine)
+		s.handler = testHandler(s, s.handler)
 	}
 	return s, nil
 }
@@ -384,6 +395,9 @@ func (s *Server) Start(ctx context.Context) error {
 	s.bg.Go(func() {
 		s.browser.run(bctx, func(msg string, args ...any) { s.log.Warn(msg, args...) })
 	})
+	if s.retainer != nil {
+		s.bg.Go(func() { s.retainer.run(bctx) })
+	}
 	return nil
 }
 
@@ -492,8 +506,10 @@ func (s *Server) Close(ctx context.Context) error {
 // sandboxed browser (Config.Sandboxes), or a browser on the host behind
 // an egress proxy that refuses internal addresses the session's policy
 // does not name (wiring.OpenWeb). Neither kind of browser reaches the
-// server's own address unless the policy names it.
-func (s *Server) opener() func(context.Context, session.Spec) (session.Display, error) {
+// server's own address unless the policy names it. maxRestarts is
+// wiring.DisplayRequest.MaxRestarts: -1 for a display whose session
+// relaunches it itself.
+func (s *Server) opener(maxRestarts int) func(context.Context, session.Spec) (session.Display, error) {
 	cfg := s.cfg
 	if cfg.NewDisplay != nil {
 		return func(ctx context.Context, sp session.Spec) (session.Display, error) {
@@ -505,7 +521,7 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 		if sp.Policy != nil {
 			hosts = sp.Policy.Hosts
 		}
-		req := wiring.DisplayRequest{Display: sp.Display.Spec(), Browser: cfg.Browser,
+		req := wiring.DisplayRequest{Display: sp.Display.Spec(), Browser: cfg.Browser, MaxRestarts: maxRestarts,
 			StartURL: sp.StartURL, Sandboxes: cfg.Sandboxes, Shared: cfg.Shared, Getenv: cfg.Getenv, Logger: s.log}
 		if cfg.Sandboxes != nil {
 			req.Egress = wiring.EgressFor(hosts, sp.StartURL)
@@ -526,7 +542,7 @@ func (s *Server) opener() func(context.Context, session.Spec) (session.Display, 
 			if errors.Is(err, wiring.ErrConnect) {
 				// Where the client pointed the display; the cause, which
 				// may name this host's files, goes to the log.
-				s.log.Warn("open a session's display", "err", err)
+				s.log.WarnContext(ctx, "open a session's display", "err", err)
 				return nil, fmt.Errorf("%w: the display server the session names (display.address or display.ws_endpoint) did not answer",
 					session.ErrBadRequest)
 			}
@@ -745,7 +761,7 @@ func (s *Server) answer(c *gin.Context) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic", "method", c.Request.Method, "path", c.FullPath(), "panic", v, "stack", string(debug.Stack()))
+			s.log.ErrorContext(c.Request.Context(), "panic", "method", c.Request.Method, "path", c.FullPath(), "panic", v, "stack", string(debug.Stack()))
 			if w.ResponseWriter.Written() {
 				panic(http.ErrAbortHandler) // cut the answer short: the client sees it break
 			}
@@ -753,6 +769,10 @@ func (s *Server) answer(c *gin.Context) {
 			c.Abort()
 		}
 		w.finish()
+		// What the handler wrote may still be in net/http's buffer, which
+		// it flushes once the request's span and log are done: that last
+		// write gets a whole WriteTimeout too.
+		w.deadline()
 	}()
 	c.Next()
 }

@@ -260,15 +260,7 @@ func TestSoak(t *testing.T) {
 	if end.rss > base.rss+soakRSSTolerance {
 		t.Errorf("RSS grew by %.1f MB over %d rounds, tolerance %d MB", mb(end.rss-base.rss), n, soakRSSTolerance>>20)
 	}
-	if end.goroutines > base.goroutines+soakGoroutines {
-		t.Errorf("goroutines %d, baseline %d: more than %d stayed", end.goroutines, base.goroutines, soakGoroutines)
-	}
-	if end.fds > base.fds+soakFDs {
-		t.Errorf("file descriptors %d, baseline %d: more than %d stayed", end.fds, base.fds, soakFDs)
-	}
-	if end.chromium > base.chromium {
-		t.Errorf("Chromium processes %d, baseline %d: browsers stayed after their sessions were deleted", end.chromium, base.chromium)
-	}
+	checkLeftOver(t, base, end)
 }
 
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }
@@ -287,5 +279,20 @@ func postJSON(t *testing.T, e *env, path string, body any, want int, out any) {
 		if err := json.Unmarshal(b, out); err != nil {
 			t.Fatalf("POST %s: %v", path, err)
 		}
+	}
+}
+
+// checkLeftOver compares what a soak left (end) with its baseline: no more
+// than a few goroutines and file descriptors, no Chromium.
+func checkLeftOver(t *testing.T, base, end usage) {
+	t.Helper()
+	if end.goroutines > base.goroutines+soakGoroutines {
+		t.Errorf("goroutines %d, baseline %d: more than %d stayed", end.goroutines, base.goroutines, soakGoroutines)
+	}
+	if end.fds > base.fds+soakFDs {
+		t.Errorf("file descriptors %d, baseline %d: more than %d stayed", end.fds, base.fds, soakFDs)
+	}
+	if end.chromium > base.chromium {
+		t.Errorf("Chromium processes %d, baseline %d: browsers stayed after their sessions were deleted", end.chromium, base.chromium)
 	}
 }

@@ -44,7 +44,7 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shard := fs.String("shard", "", "I/N: run only shard I (0-based) of N, e.g. --shard $(JOB_COMPLETION_INDEX)/4")
 	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
 	progress := fs.String("progress", "auto", "auto (a bar on a terminal, JSON lines otherwise), bar, or json")
-	verbose := fs.Bool("v", false, "log progress to stderr")
+	logs := addLogFlags(fs, "log progress to stderr")
 	approvalMode := fs.String("approvals", "", "which actions the approval rules hold: flagged (those they flag), all (every "+
 		"action with an effect), or none (no approvals; provider safety checks are still refused). A batch asks nobody: a "+
 		"held action is refused with its rule's reason, which the model sees as the call's error (default: the --rules "+
@@ -88,11 +88,10 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return exitError{2, err}
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	log, err := logs.logger(stderr)
+	if err != nil {
+		return exitError{2, err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if *warm == -1 {
 		*warm = *parallel
 	}

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -183,7 +182,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	out := fs.String("out", "", "output directory (default runs/NAME-TIME)")
 	browser := fs.String("browser", "", "Chromium executable (default: chromium on PATH)")
-	verbose := fs.Bool("v", false, "log progress to stderr")
+	logs := addLogFlags(fs, "log progress to stderr")
 	provider := fs.String("provider", "", "model provider: "+strings.Join(wiring.Providers[1:], ", ")+" (overrides the task file's)")
 	modelName := fs.String("model", "", "the provider's model name (default: the adapter's)")
 	taskText := fs.String("task", "", "what the model should do (a one-off task without a task file)")
@@ -248,11 +247,10 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := replaceRun(dir, stderr); err != nil {
 		return exitError{2, err}
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	log, err := logs.logger(stderr)
+	if err != nil {
+		return exitError{2, err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	_, sbx, err := openSandboxes(ctx, *isolation, *memory, *warm, log)
 	if err != nil {

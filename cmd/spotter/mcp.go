@@ -47,7 +47,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		"under --isolate auto, local or none; 0 otherwise)")
 	idle := fs.Duration("idle-timeout", mcp.DefaultIdleTimeout, "close a session nobody has called for this long "+
 		"(its browser released, its record closed), and an HTTP client's connection that sent nothing for this long; 0: never")
-	verbose := fs.Bool("v", false, "log to stderr")
+	logs := addLogFlags(fs, "log to stderr")
 	isolation := fs.String("isolate", "auto", "where sessions' displays run: containerd (a sandbox per session), local (a "+
 		"host browser behind an egress proxy of the session's own), none (a host browser, no proxy), or auto (containerd "+
 		"when its daemon's socket exists, else local; local with --browsers). Under containerd and local a session reaches "+
@@ -119,11 +119,10 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return exitError{2, fmt.Errorf("--out: %w", err)}
 		}
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	log, err := logs.logger(stderr)
+	if err != nil {
+		return exitError{2, err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	start := *startURL
 	if !disp.Browser() {

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -53,7 +57,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rulesFile := fs.String("rules", "", "the server's approval rules: a YAML file in the schema of package approvals "+
 		"(see examples/rules/approvals.yaml), checked at start; default: the built-in rules. They apply to the MCP sessions "+
 		"at /mcp and to every session whose spec brings no rules of its own (approvals.rules)")
-	verbose := fs.Bool("v", false, "log requests and sessions' progress to stderr")
+	logs := addLogFlags(fs, "log requests and sessions' progress to stderr")
 	browsers := fs.Int("browsers", 0, "share this many Chromium processes among the sessions' chromium displays, each "+
 		"session a browser context of its own behind its own egress proxy (about 24 MB a session instead of 84); 0: a "+
 		"browser per session. Host browsers only: --isolate local or none (auto then means local)")
@@ -66,8 +70,26 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"replicas reach this one at, such as http://$(POD_IP):8080 (a port of 0 stands for the port --addr listens on). "+
 		"Needs --token or $SPOTTER_TOKEN, the same on every replica")
 	replicaID := fs.String("replica-id", "", "with --advertise: this replica's name, unique among them (default: host name and process id)")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key): clients, and the other "+
+		"replicas when --advertise is https, reach this one over TLS. Read again when the file changes (a renewal)")
+	tlsKey := fs.String("tls-key", "", "the private key (PEM) of --tls-cert")
+	peerCA := fs.String("peer-ca", "", "with an https --advertise: the CA certificates (PEM) that sign the other replicas' "+
+		"certificates, checked when forwarding to them (default: the system's roots)")
+	peerName := fs.String("peer-name", "", "with an https --advertise: the name the other replicas' certificates hold "+
+		"(default: the host of each one's advertised address), such as one name every replica's certificate carries")
 	lease := fs.Duration("lease", web.DefaultLeaseTTL, "with --advertise: how long this replica's hold on its sessions lasts "+
 		"unrenewed (renewed every third of it); the others adopt its sessions once it lapses")
+	var retain web.Retention
+	fs.Func("retain", "delete finished sessions (stopped, failed or idle) whole, records and files, once unchanged for an "+
+		"age (30d, 12h), or oldest first while the sessions' files hold more than a size (50GB, 500MiB), or both "+
+		"(30d,50GB); a deleted session answers 410. One replica at a time applies it. Default: keep everything", func(v string) error {
+		r, err := web.ParseRetention(v)
+		retain = r
+		return err
+	})
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on a listener of its own "+
+		"without credentials (no session ids or URLs are in them; keep the port to the monitoring network), such as :9090; "+
+		"empty: none (docs/OPERATIONS.md)")
 	var allowBase []string
 	fs.Func("allow-base-url", "a model base URL (http(s)://host[:port][/path]) the server may send its own provider keys to, "+
 		"besides each provider's official endpoint and the *_BASE_URL variables; repeatable. A session naming any other "+
@@ -121,15 +143,42 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if tok == "" {
 		tok = os.Getenv("SPOTTER_TOKEN")
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	log, err := logs.logger(stderr)
+	if err != nil {
+		return exitError{2, err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	host, _ := os.Hostname()
+	stopTracing, tracing, err := startTracing(ctx, os.Getenv, cmp.Or(*replicaID, cmp.Or(host, "spotter")+"-"+strconv.Itoa(os.Getpid())),
+		versionString(), log)
+	if err != nil {
+		return exitError{2, err}
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			fmt.Fprintln(stderr, "spotter: send the last spans:", err)
+		}
+	}()
+	var metrics *metricsServer
+	if *metricsAddr != "" {
+		if metrics, err = listenMetrics(*metricsAddr); err != nil {
+			return exitError{2, fmt.Errorf("--metrics-addr: %w", err)}
+		}
+		defer metrics.close()
+	}
 
+	serveTLS, peerTLS, err := replicaTLS(*tlsCert, *tlsKey, *peerCA, *peerName, *advertise)
+	if err != nil {
+		return exitError{2, err}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return exitError{2, err}
+	}
+	scheme := "http"
+	if serveTLS != nil {
+		ln, scheme = tls.NewListener(ln, serveTLS), "https"
 	}
 	var cluster web.ClusterConfig
 	if *advertise != "" {
@@ -138,7 +187,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			ln.Close()
 			return exitError{2, err}
 		}
-		cluster = web.ClusterConfig{Advertise: adv, ReplicaID: *replicaID, LeaseTTL: *lease}
+		cluster = web.ClusterConfig{Advertise: adv, ReplicaID: *replicaID, LeaseTTL: *lease, PeerTLS: peerTLS}
 	}
 	mcpDisp, err := parseDisplay(*mcpDisplay, 1280, 800)
 	if err != nil {
@@ -172,7 +221,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Browser: *browser, Getenv: os.Getenv, Logger: log, ApprovalTimeout: *timeout, Rules: serverRules, AllowBaseURLs: allowBase,
 		Version: versionString(),
 		MCP:     web.MCPConfig{StartURL: *mcpStart, Rules: mcpRules, Display: session.DisplayOf(mcpDisp), IdleTimeout: idleOrNever(*mcpIdle)},
-		Cluster: cluster, MaxSessions: *maxSessions, Displays: splitList(*displays)})
+		Cluster: cluster, MaxSessions: *maxSessions, Displays: splitList(*displays), Retention: retain})
 	if err != nil {
 		cancel()
 		ln.Close()
@@ -185,8 +234,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ln.Close()
 		return exitError{2, errors.Join(err, srv.Close(context.WithoutCancel(ctx)))}
 	}
-	fmt.Fprintf(stdout, "spotter: listening on http://%s\n", ln.Addr())
-	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())
+	if metrics != nil {
+		fmt.Fprintf(stdout, "spotter: metrics at http://%s/metrics\n", metrics.addr)
+	}
+	fmt.Fprintf(stdout, "spotter: listening on %s://%s\n", scheme, ln.Addr())
+	fmt.Fprintf(stdout, "spotter: MCP (streamable HTTP) at %s://%s/mcp\n", scheme, ln.Addr())
 	if tok == "" {
 		fmt.Fprintf(stdout, "spotter: token %s\n", srv.Token())
 	} else {
@@ -194,6 +246,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if r := srv.Replica(); r != "" {
 		fmt.Fprintf(stdout, "spotter: replica %s, reached at %s\n", r, cluster.Advertise)
+	}
+	if tracing {
+		fmt.Fprintln(stdout, "spotter: tracing to the OTLP endpoint of the OTEL_* variables")
 	}
 
 	// The HTTP server outlives the signal: while draining, the sessions
@@ -270,6 +325,47 @@ func sharedBrowsers(ctx context.Context, exec string, n int, log *slog.Logger) (
 	return p, nil
 }
 
+// replicaTLS reads --tls-cert and --tls-key (the server's certificate,
+// nil without them) and --peer-ca and --peer-name (how an https
+// --advertise replica checks the others' certificates), and checks them
+// against --advertise: a replica that advertises https serves TLS, and
+// one that serves TLS advertises https.
+func replicaTLS(cert, key, peerCA, peerName, advertise string) (serve, peer *tls.Config, err error) {
+	https := strings.HasPrefix(advertise, "https://")
+	switch {
+	case (cert == "") != (key == ""):
+		return nil, nil, errors.New("--tls-cert and --tls-key go together")
+	case https && cert == "":
+		return nil, nil, fmt.Errorf("--advertise %s is https: serve it with --tls-cert and --tls-key", advertise)
+	case advertise != "" && !https && cert != "":
+		return nil, nil, fmt.Errorf("--advertise %s is plain http, but this replica serves TLS (--tls-cert): advertise https", advertise)
+	case !https && (peerCA != "" || peerName != ""):
+		return nil, nil, errors.New("--peer-ca and --peer-name are for replicas that advertise https (--advertise https://...)")
+	}
+	if cert != "" {
+		c, err := loadServedCert(cert, key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		serve = &tls.Config{GetCertificate: c.get, MinVersion: tls.VersionTLS12}
+	}
+	if https {
+		peer = &tls.Config{ServerName: peerName}
+		if peerCA != "" {
+			b, err := os.ReadFile(peerCA)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--peer-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(b) {
+				return nil, nil, fmt.Errorf("--peer-ca %s: no PEM certificate in it", peerCA)
+			}
+			peer.RootCAs = pool
+		}
+	}
+	return serve, peer, nil
+}
+
 // advertised checks --advertise and puts the listener's port in place of
 // a port 0.
 func advertised(adv string, ln net.Addr) (string, error) {
@@ -298,4 +394,38 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// metricsServer serves /metrics (web.MetricsHandler) on a listener of its
+// own, until close.
+type metricsServer struct {
+	addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+func listenMetrics(addr string) (*metricsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", web.MetricsHandler())
+	m := &metricsServer{addr: ln.Addr().String(), done: make(chan struct{}),
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute, IdleTimeout: time.Minute}}
+	go func() {
+		defer close(m.done)
+		_ = m.srv.Serve(ln) // ErrServerClosed once close shuts it down
+	}()
+	return m, nil
+}
+
+// close shuts the listener down, giving a scrape under way a few seconds.
+func (m *metricsServer) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.srv.Shutdown(ctx); err != nil {
+		_ = m.srv.Close()
+	}
+	<-m.done
 }

@@ -4,18 +4,22 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/spotter-harness/spotter/harness/anthropic/anthropictest"
+	"github.com/spotter-harness/spotter/internal/testca"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/web"
 )
@@ -162,6 +166,12 @@ func TestServeClusterFlags(t *testing.T) {
 		{[]string{"--advertise", "10.0.0.1:8080", "--token", "tok-0123456789"}, "--advertise"},            // no scheme
 		{[]string{"--advertise", "http://10.0.0.1:8080/x?y", "--token", "tok-0123456789"}, "--advertise"}, // not a base URL
 		{[]string{"--advertise", "http://127.0.0.1:0"}, "token"},                                          // no shared token
+		{[]string{"--advertise", "https://10.0.0.1:8080", "--token", "tok-0123456789"}, "--tls-cert"},     // https served in clear
+		{[]string{"--tls-cert", "c.pem"}, "--tls-key"},
+		{[]string{"--tls-cert", "nope.pem", "--tls-key", "nope.pem"}, "--tls-cert"}, // unreadable
+		{[]string{"--advertise", "http://10.0.0.1:8080", "--peer-ca", "ca.pem", "--token", "tok-0123456789"}, "--peer-ca"},
+		{[]string{"--retain", "forever"}, "--retain"},
+		{[]string{"--retain", "30d,1GB,2GB"}, "--retain"},
 	} {
 		errOut.Reset()
 		err := serveCmd(t.Context(), append([]string{"--data", t.TempDir(), "--addr", "127.0.0.1:0", "--isolate", "none"}, tt.args...), &out, &errOut)
@@ -222,5 +232,54 @@ func TestServeBrowsers(t *testing.T) {
 	}
 	if n := isolatetest.NewBrowsers(t, before); n != 1 {
 		t.Errorf("with two sessions open, serve --browsers 1 runs %d browsers, want 1", n)
+	}
+}
+
+// A replica serves the certificate its files hold now: a renewal written
+// in place (as cert-manager renews a mounted Secret) is served at the next
+// handshake, and a pair that cannot be read keeps the last good one.
+func TestServeCertRenewed(t *testing.T) {
+	dir := t.TempDir()
+	ca := testca.New(t)
+	first := ca.WriteFiles(t, dir, "spotter-peer")
+	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	serveTLS, _, err := replicaTLS(crt, key, "", "", "https://127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := func() []byte {
+		t.Helper()
+		server, client := net.Pipe()
+		go func() { // ends with the handshake, which the client below ends
+			s := tls.Server(server, serveTLS)
+			_ = s.Handshake()
+			s.Close()
+		}()
+		c := tls.Client(client, &tls.Config{RootCAs: ca.Pool, ServerName: "spotter-peer"})
+		defer c.Close()
+		if err := c.Handshake(); err != nil {
+			t.Fatal(err)
+		}
+		return c.ConnectionState().PeerCertificates[0].Raw
+	}
+	if !bytes.Equal(served(), first.Certificate[0]) {
+		t.Fatal("the replica does not serve its certificate")
+	}
+	renewed := ca.WriteFiles(t, dir, "spotter-peer")
+	later := time.Now().Add(time.Minute) // a modification time the file system surely tells apart
+	if err := os.Chtimes(crt, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(served(), renewed.Certificate[0]) {
+		t.Error("after a renewal the replica still serves the certificate it started with")
+	}
+	if err := os.WriteFile(key, []byte("half written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(crt, later.Add(time.Minute), later.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(served(), renewed.Certificate[0]) {
+		t.Error("a pair that cannot be read replaced the last good certificate")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,7 +26,7 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	record := fs.Bool("record-replay", false, "save each passing run as the test's recording (replays/NAME beside the file)")
 	replayRuns := fs.Bool("replay", false, "replay the recordings without a model, comparing every step's screenshot")
 	update := fs.Bool("update-baselines", false, "write region baselines instead of comparing with them")
-	verbose := fs.Bool("v", false, "log the loop's progress to stderr")
+	logs := addLogFlags(fs, "log the loop's progress to stderr")
 	isolation := fs.String("isolate", "auto", isolateHelp)
 	memory := fs.Uint64("memory", 0, "memory limit of a containerd sandbox, in MiB (default 1024)")
 	warm := warmFlag(fs, 1, "")
@@ -70,11 +69,10 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if dir == "" {
 		dir = filepath.Join("runs", "test-"+time.Now().Format("20060102-150405"))
 	}
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelInfo
+	log, err := logs.logger(stderr)
+	if err != nil {
+		return exitError{2, err}
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	_, sbx, err := openSandboxes(ctx, *isolation, *memory, *warm, log)
 	if err != nil {
 		return exitError{2, err}

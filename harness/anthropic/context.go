@@ -20,9 +20,9 @@ import (
 // screenshot's events) instead of an image. A screenshot that could not be
 // sent is an error, even if it is the same as the last.
 func seen(p pendingCall, r harness.Result, policy ctxpolicy.Policy, w *ctxpolicy.Window, display screen.Size) (harness.Result, error) {
-	// toolResult attaches an image only if some action ran (or none
-	// failed), and then the zoom crop in place of the screenshot.
-	if p.client || (r.Err != nil && r.Ran == 0) {
+	// toolResult attaches an image only if the call may have acted, and
+	// then the zoom crop in place of the screenshot.
+	if p.client || !r.MayHaveActed() {
 		return r, nil
 	}
 	switch {

@@ -74,6 +74,11 @@ func TestEncodeResult(t *testing.T) {
 			`{"tool_use_id":"toolu_9","content":[{"source":{"data":"` + base64.StdEncoding.EncodeToString(pngOf(t, color.Gray{Y: 2})) + `","media_type":"image/png","type":"base64"},"type":"image"}],"type":"tool_result"}`},
 		{"refused", harness.Result{Shot: shot(t, "f2", 2), Err: errors.New("denied: not that field")},
 			`{"tool_use_id":"toolu_9","is_error":true,"content":[{"text":"Error: denied: not that field","type":"text"}],"type":"tool_result"}`},
+		// The screen may have changed: the screenshot goes with the error.
+		{"outcome unknown", harness.Result{Shot: shot(t, "f2", 2), Err: harness.ResultErr(harness.ErrOutcomeUnknown.Error())},
+			`{"tool_use_id":"toolu_9","is_error":true,"content":[{"text":"Error: ` + harness.ErrOutcomeUnknown.Error() +
+				`","type":"text"},{"source":{"data":"` + base64.StdEncoding.EncodeToString(pngOf(t, color.Gray{Y: 2})) +
+				`","media_type":"image/png","type":"base64"},"type":"image"}],"type":"tool_result"}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := anthropic.EncodeResult(c, tt.r)

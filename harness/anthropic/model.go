@@ -572,7 +572,7 @@ func toolResult(p pendingCall, r harness.Result, display screen.Size) (anthropic
 	var lines []string
 	if r.Err != nil {
 		lines = append(lines, "Error: "+r.Err.Error())
-		if r.Ran > 0 && p.n > 1 {
+		if r.Ran > 0 && p.n > 1 && !errors.Is(r.Err, harness.ErrOutcomeUnknown) {
 			lines = append(lines, fmt.Sprintf("%d of the %d actions ran before the error.", r.Ran, p.n))
 		}
 	}
@@ -583,7 +583,7 @@ func toolResult(p pendingCall, r harness.Result, display screen.Size) (anthropic
 	var content []anthropic.BetaToolResultBlockParamContentUnion
 	// A call that failed before any action ran left the screen as the
 	// model last saw it: no image. Otherwise the screen may have changed.
-	if r.Err == nil || r.Ran > 0 {
+	if r.MayHaveActed() {
 		shot, full := r.Shot, true
 		if r.Zoom != nil {
 			shot, full = r.Zoom, false

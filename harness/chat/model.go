@@ -420,7 +420,7 @@ func (m *Model) pictureOf(s *screen.Shot) (picture, error) {
 func (m *Model) resultText(r harness.Result, c pending, size screen.Size) []string {
 	var text []string
 	if r.Err != nil {
-		if c.actions > 1 {
+		if c.actions > 1 && !errors.Is(r.Err, harness.ErrOutcomeUnknown) {
 			text = append(text, fmt.Sprintf("Error after %d of %d actions: %v", r.Ran, c.actions, r.Err))
 		} else {
 			text = append(text, fmt.Sprintf("Error: %v", r.Err))

@@ -402,7 +402,7 @@ func (m *Model) pictureOf(s *screen.Shot) (picture, error) {
 func resultText(r harness.Result, c pending, missing string) []string {
 	var text []string
 	if r.Err != nil {
-		if c.actions > 1 {
+		if c.actions > 1 && !errors.Is(r.Err, harness.ErrOutcomeUnknown) {
 			text = append(text, fmt.Sprintf("error after %d of %d actions: %v", r.Ran, c.actions, r.Err))
 		} else {
 			text = append(text, fmt.Sprintf("error: %v", r.Err))

@@ -154,7 +154,7 @@ func (a *approver) Approve(ctx context.Context, r harness.ApprovalRequest) (harn
 		// The request could not be put before a human (the store
 		// failed, say). The action does not run; the model and the
 		// client read a refusal, the log the reason.
-		a.m.log.Error("approval request failed", "session", a.session, "call", r.CallID, "index", r.Index, "err", err)
+		a.m.log.ErrorContext(ctx, "approval request failed", "session", a.session, "call", r.CallID, "index", r.Index, "err", err)
 		return d, fmt.Errorf("%w: %s", harness.ErrDenied, unasked(r))
 	case ctx.Err() == nil || errors.Is(context.Cause(ctx), errShutdown):
 		return d, err
@@ -446,6 +446,7 @@ func (m *Manager) attach(ctx context.Context, r RemoteSpec) (string, error) {
 	if err := m.add(s); err != nil {
 		return "", err
 	}
+	metricCreated.WithLabelValues(r.Kind).Inc()
 	m.audit(ctx, r.By, "create", id, "", map[string]any{"kind": r.Kind, "title": r.Title})
 	s.emit(EventSession, map[string]string{"sessionId": id})
 	return id, nil

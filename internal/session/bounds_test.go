@@ -25,7 +25,8 @@ type fakes struct {
 	mu     sync.Mutex
 	opened []*screentest.Fake
 	closed int
-	fail   error // the next opens fail with it
+	fail   error                     // the next opens fail with it
+	hook   func(screen.Mapped) error // the displays' Fail hook
 }
 
 type fakeDisplay struct {
@@ -46,7 +47,7 @@ func (f *fakes) open(_ context.Context, s Spec) (Display, error) {
 	if f.fail != nil {
 		return nil, f.fail
 	}
-	d := &screentest.Fake{Viewport: s.Display.Size(), DPR: s.Display.DPR}
+	d := &screentest.Fake{Viewport: s.Display.Size(), DPR: s.Display.DPR, Fail: f.hook}
 	f.opened = append(f.opened, d)
 	return fakeDisplay{d, f}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/trace"
+	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/store"
 )
@@ -103,6 +104,14 @@ func (s *Session) launch(ctx context.Context) (Display, error) {
 	if err := d.Perform(ctx, screen.Mapped{Action: actions.Action{Kind: actions.Navigate, URL: url}}); err != nil {
 		_ = d.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open %s: %w", url, err)
+	}
+	// The page is drawn before any input reaches it: a browser that has
+	// not drawn a frame of the page since it loaded drops a click at a
+	// point (screen/cdp's FrameControl), and a run resumed after a
+	// restart acts before it captures anything.
+	if _, err := d.Capture(ctx, screen.CaptureOptions{Size: screen.Size{W: 64, H: 40}}); err != nil {
+		_ = d.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("draw %s: %w", url, err)
 	}
 	return d, nil
 }
@@ -302,15 +311,17 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	case closed:
 		return "", err
 	case tooMany:
-		g.s.log.Warn("display died again; not relaunched", "relaunches", maxRelaunches, "within", relaunchWindow, "err", err)
+		wiring.Relaunched(wiring.RelaunchRefused)
+		g.s.log.WarnContext(ctx, "display died again; not relaunched", "relaunches", maxRelaunches, "within", relaunchWindow, "err", err)
 		return "", fmt.Errorf("%w (the browser was started anew %d times in %v already)", err, maxRelaunches, relaunchWindow)
 	}
 	if cerr := dead.Close(context.WithoutCancel(ctx)); cerr != nil {
-		g.s.log.Warn("close a dead display", "err", cerr)
+		g.s.log.WarnContext(ctx, "close a dead display", "err", cerr)
 	}
 	d, lerr := g.s.launch(ctx)
 	if lerr != nil {
-		g.s.log.Error("relaunch a dead display", "err", lerr, "cause", err)
+		wiring.Relaunched(wiring.RelaunchFailed)
+		g.s.log.ErrorContext(ctx, "relaunch a dead display", "err", lerr, "cause", err)
 		return "", fmt.Errorf("%w; starting the browser anew failed", err)
 	}
 	g.mu.Lock()
@@ -318,11 +329,12 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	g.relaunches = append(g.relaunches, now)
 	g.mu.Unlock()
 	g.s.live.displayChanged()
+	wiring.Relaunched(wiring.RelaunchOK)
 	url := g.s.Record().URL
 	if url == "" {
 		url = g.s.spec.StartURL
 	}
-	g.s.log.Warn("display relaunched", "cause", err, "url", url)
+	g.s.log.WarnContext(ctx, "display relaunched", "cause", err, "url", url)
 	if !g.s.spec.Display.Browser() {
 		return fmt.Sprintf("The %s display died (%s). A fresh one was started; whatever was open on the old one is gone.",
 			g.s.spec.Display.Backend, g.s.m.scrub(err.Error())), nil

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/internal/wiring"
@@ -90,7 +92,10 @@ type execModel struct {
 type execCall struct {
 	call harness.Call // as stored: see boundRaw
 	hash [sha256.Size]byte
-	done chan struct{} // closed when result is set
+	// trace is the trace of the request that posted the call: the turn
+	// that answers it continues it.
+	trace oteltrace.SpanContext
+	done  chan struct{} // closed when result is set
 	// result answers the call. Once shot (its screenshot's file, relative
 	// to the session's directory) is known, the screenshot's bytes stay
 	// in memory only while this is the session's latest answered call;
@@ -147,7 +152,7 @@ func (m *execModel) Next(ctx context.Context, in harness.Input) (harness.Turn, e
 		m.mu.Lock()
 		m.cur = c
 		m.mu.Unlock()
-		return harness.Turn{Calls: []harness.Call{c.call}, Stop: harness.StopToolUse}, nil
+		return harness.Turn{Calls: []harness.Call{c.call}, Stop: harness.StopToolUse, Trace: c.trace}, nil
 	case <-ctx.Done():
 		return harness.Turn{}, context.Cause(ctx)
 	}
@@ -309,9 +314,7 @@ func (m *execModel) restoreAnswered(sc savedExecCall) {
 	}
 	r := harness.Result{CallID: sc.Call.ID, Ran: sc.Result.Ran, Notes: sc.Result.Notes, Cursor: sc.Result.Cursor,
 		Acknowledged: sc.Result.Acknowledged}
-	if sc.Result.Err != "" {
-		r.Err = errors.New(sc.Result.Err)
-	}
+	r.Err = harness.ResultErr(sc.Result.Err)
 	if sc.Result.Shot != "" {
 		r.Shot = &screen.Shot{Frame: sc.Result.Frame}
 	}
@@ -432,7 +435,7 @@ func (s *Session) Call(ctx context.Context, raw json.RawMessage, wait time.Durat
 		call.DecodeErr = derr
 	}
 	call = meaning(s.spec.Provider, call)
-	c := &execCall{call: call, hash: sha256.Sum256(canonical(raw)), done: make(chan struct{})}
+	c := &execCall{call: call, hash: sha256.Sum256(canonical(raw)), done: make(chan struct{}), trace: oteltrace.SpanContextFromContext(ctx)}
 	m := s.exec
 	m.mu.Lock()
 	old, seen := m.byID[call.ID]
@@ -717,7 +720,7 @@ func (s *Session) awaitCall(ctx context.Context, c *execCall, cd codec, wait tim
 		r.Shot = &sh
 	}
 	if r.Err != nil {
-		r.Err = errors.New(s.m.scrubDir(r.Err.Error()))
+		r.Err = harness.ResultErr(s.m.scrubDir(r.Err.Error()))
 	}
 	if r.Shot == nil && cd.needsShot != nil && cd.needsShot(c.call) {
 		r = s.withEarlierShot(r)

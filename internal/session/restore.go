@@ -203,7 +203,7 @@ func (m *Manager) restore(ctx context.Context, rec store.Session) error {
 		// The run had not had a model turn yet (the process died in the
 		// model's first call): it starts again, in a trace directory of
 		// its own.
-		s.start(s.saved.Task, nil)
+		s.start(context.Background(), s.saved.Task, nil) // no request started it: a trace of its own
 	default:
 		s.rec.Status = store.StatusIdle
 		s.save()
@@ -254,10 +254,7 @@ func (s *Session) resumeOf(run *savedRun) (*harness.Resume, error) {
 	done := map[string]bool{}
 	for _, d := range run.Done {
 		done[d.CallID] = true
-		res := harness.Result{CallID: d.CallID, Ran: d.Ran, Notes: d.Notes, Output: d.Output}
-		if d.Err != "" {
-			res.Err = errors.New(d.Err)
-		}
+		res := harness.Result{CallID: d.CallID, Ran: d.Ran, Notes: d.Notes, Output: d.Output, Err: harness.ResultErr(d.Err)}
 		if d.Shot != "" {
 			b, err := os.ReadFile(filepath.Join(s.dir, filepath.FromSlash(d.Shot)))
 			if err != nil {
@@ -268,6 +265,11 @@ func (s *Session) resumeOf(run *savedRun) (*harness.Resume, error) {
 			return nil, fmt.Errorf("result of %s has no screenshot", d.CallID)
 		}
 		r.Done = append(r.Done, res)
+	}
+	for _, id := range run.Begun {
+		if !done[id] {
+			r.Begun = append(r.Begun, id)
+		}
 	}
 	for _, c := range run.Turn.Calls {
 		hc := harness.Call{ID: c.ID, Name: c.Name, Actions: c.Actions, Space: c.Space, FrameID: c.FrameID,
@@ -305,7 +307,7 @@ func callName(cs []savedCall, id string) string {
 // held.
 func (s *Session) startResumed(r *harness.Resume) {
 	calls, order, stopSent := s.calls, s.callOrder, s.stopSent
-	s.start("", r)
+	s.start(context.Background(), "", r) // no request started it: a trace of its own
 	s.calls, s.callOrder, s.stopSent = calls, order, stopSent
 	s.rec.Status = store.StatusRunning
 	if stopSent {

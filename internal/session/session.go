@@ -29,6 +29,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
@@ -183,6 +186,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.q = approvals.NewQueue(approvals.QueueConfig{OnRequest: m.onRequest, OnDecision: m.onDecision, OnEvent: m.onEvent})
 	m.wg.Go(func() { m.sweep(time.Minute) })
+	metricSessions.add(m)
 	return m, nil
 }
 
@@ -199,6 +203,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Unlock()
 	m.stop(errShutdown)
 	m.wg.Wait()
+	metricSessions.remove(m)
 	var errs []error
 	for _, s := range ss {
 		errs = append(errs, s.closeDisplay(ctx))
@@ -227,8 +232,45 @@ func (m *Manager) Get(id string) (*Session, error) {
 		m.log.Error("read a stopped session", "session", id, "err", err)
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		m.log.Error("read a session", "session", id, "err", err)
+	case err != nil:
+		if when, derr := m.st.Deleted(ctx, id); derr == nil {
+			return nil, fmt.Errorf("session %q was deleted by the server's retention at %s: %w", clip(id, 64),
+				when.Format(time.RFC3339), ErrGone)
+		}
 	}
 	return nil, fmt.Errorf("session %q: %w", clip(id, 64), ErrNotFound)
+}
+
+// errDeleted is the cause that ends the run of a session deleted from
+// the store (Forget): nothing is recorded of it, as at a shutdown.
+var errDeleted = fmt.Errorf("%w: the session was deleted", errShutdown)
+
+// Forget drops a session that was deleted from the store (the server's
+// retention, on this replica or another) from memory: a run it still has
+// ends without a record, its display is closed, and Get answers ErrGone
+// from then on. An id not held here is ignored.
+func (m *Manager) Forget(ctx context.Context, id string) error {
+	m.mu.Lock()
+	s := m.sessions[id]
+	m.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	running, cancel, done := s.running, s.cancel, s.runDone
+	s.mu.Unlock()
+	if running {
+		cancel(errDeleted)
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	}
+	err := s.closeDisplay(ctx)
+	s.mu.Lock()
+	s.release()
+	s.mu.Unlock()
+	return err
 }
 
 // stopped returns a stopped session as read from the store: it holds no
@@ -380,6 +422,7 @@ func (m *Manager) Create(ctx context.Context, kind string, spec Spec, by string)
 		_ = s.closeDisplay(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	metricCreated.WithLabelValues(kind).Inc()
 	s.emit(EventSession, map[string]string{"sessionId": id})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -391,12 +434,12 @@ func (m *Manager) Create(ctx context.Context, kind string, spec Spec, by string)
 				s.appendMessage("user", msg.Content, "")
 				task = append(task, msg.text())
 			}
-			s.start(strings.Join(task, "\n\n"), nil)
+			s.start(ctx, strings.Join(task, "\n\n"), nil)
 		}
 	case KindExecutor:
 		s.exec = newExecModel()
 		s.model = s.exec
-		s.start("", nil)
+		s.start(ctx, "", nil)
 	}
 	return s, nil
 }
@@ -451,6 +494,10 @@ type callState struct {
 	state  int
 	rec    store.ToolCall // as stored, so that a status change needs no read
 }
+
+// SpanSessionID is the span attribute that names a session, on the spans
+// of its turns.
+const SpanSessionID = "spotter.session.id"
 
 // Session is one session. Its methods are safe for concurrent use.
 type Session struct {
@@ -563,6 +610,10 @@ type savedRun struct {
 	Step int           `json:"step"`
 	Turn savedTurn     `json:"turn"`
 	Done []savedResult `json:"done,omitempty"`
+	// Begun are the calls that began to act on the display (their intent,
+	// recorded before the first such action ran): one without a result is
+	// not performed again on resume (harness.Resume.Begun).
+	Begun []string `json:"begun,omitempty"`
 }
 
 type savedTurn struct {
@@ -732,8 +783,10 @@ func (s *Session) setCallStatusTo(b *batch, id, status string, result any) {
 }
 
 // start begins a run in a goroutine the Manager owns. s.mu is held and no
-// run is active.
-func (s *Session) start(task string, resume *harness.Resume) {
+// run is active. ctx is what started the run (a client's request): the
+// run outlives it and keeps only its trace, which the run's turns
+// continue.
+func (s *Session) start(ctx context.Context, task string, resume *harness.Resume) {
 	s.running = true
 	s.rec.Status = store.StatusRunning
 	s.rec.Error = ""
@@ -745,7 +798,11 @@ func (s *Session) start(task string, resume *harness.Resume) {
 	}
 	dir := s.nextRun()
 	s.save()
+	parent := oteltrace.SpanContextFromContext(ctx)
 	ctx, cancel := context.WithCancelCause(s.m.base)
+	if parent.IsValid() {
+		ctx = oteltrace.ContextWithSpanContext(ctx, parent)
+	}
 	done := make(chan struct{})
 	s.cancel, s.runDone = cancel, done
 	s.m.wg.Go(func() {
@@ -802,20 +859,25 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		return
 	}
 	cfg := harness.Config{
-		Model:     s.model,
-		OnTurn:    func(t harness.Turn, r harness.Redactor) { s.onTurn(dir, t, r) },
-		Display:   disp,
-		Task:      task,
-		Policy:    *s.spec.Policy,
-		Capture:   screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
-		MaxSteps:  s.spec.MaxSteps,
-		Approver:  approver,
-		Inspector: inspector(disp.dom()),
-		OnEvent:   func(e trace.Event) { s.onEvent(dir, e) },
-		Resume:    resume,
-		Trace:     tw,
-		ModelName: strings.Trim(s.spec.Model.Provider+"/"+s.spec.Model.Name, "/"),
-		Logger:    s.log,
+		Model:          s.model,
+		OnTurn:         func(t harness.Turn, r harness.Redactor) { s.onTurn(dir, t, r) },
+		Display:        disp,
+		Task:           task,
+		Policy:         *s.spec.Policy,
+		Capture:        screen.CaptureOptions{Size: s.spec.image(), Format: screen.PNG},
+		MaxSteps:       s.spec.MaxSteps,
+		Approver:       approver,
+		Inspector:      inspector(disp.dom()),
+		OnEvent:        func(e trace.Event) { s.onEvent(dir, e) },
+		OnIntent:       s.onIntent,
+		Resume:         resume,
+		Trace:          tw,
+		ModelName:      strings.Trim(s.spec.Model.Provider+"/"+s.spec.Model.Name, "/"),
+		Logger:         s.log,
+		SpanAttributes: []attribute.KeyValue{attribute.String(SpanSessionID, s.id), attribute.String("spotter.session.kind", s.kind)},
+	}
+	if p := s.spec.Model.Provider; p != ProviderScript && p != ProviderDemo {
+		cfg.Provider, cfg.ModelID = p, s.spec.Model.Name
 	}
 	if len(s.spec.Tools) > 0 {
 		cfg.Client = clientTools{s}
@@ -824,6 +886,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 		cfg.MaxSteps = 1 << 20
 		cfg.RepeatWarn, cfg.RepeatStop = 1<<30, 1<<30
 		cfg.ModelName = "executor/" + s.spec.Provider
+		cfg.Provider, cfg.ModelID = "", "" // the client asks its model
 	}
 	out, err := harness.Run(ctx, cfg)
 	s.mu.Lock()
@@ -842,7 +905,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	cause := context.Cause(ctx)
 	if errors.Is(cause, ErrStopped) || (s.kind == KindExecutor && !errors.Is(cause, errShutdown)) {
 		if err := s.closeDisplay(context.WithoutCancel(ctx)); err != nil {
-			s.log.Warn("close display", "err", err)
+			s.log.WarnContext(ctx, "close display", "err", err)
 		}
 	}
 	s.finish(ctx, out, dir)
@@ -881,7 +944,7 @@ func (s *Session) finish(ctx context.Context, out harness.Outcome, dir string) {
 	clear(s.answers)
 	// What a client reads of the error never names the server's files.
 	if out.Err != "" {
-		s.log.Warn("run ended", "stop", out.Stop, "err", out.Err)
+		s.log.WarnContext(ctx, "run ended", "stop", out.Stop, "err", out.Err)
 	}
 	stop := TurnStopEvent{Error: s.m.scrub(out.Err), Report: s.reportURL(dir)}
 	switch out.Stop {
@@ -1012,6 +1075,28 @@ func (s *Session) onTurn(dir string, turn harness.Turn, r harness.Redactor) {
 type assistantContent struct {
 	Text      string          `json:"text"`
 	ToolCalls []ToolCallEvent `json:"toolCalls,omitempty"`
+}
+
+// onIntent records, durably, that a call of the turn is about to act on
+// the display (harness.Config.OnIntent), before it does: a run resumed
+// after a crash, here or on the replica that adopts the session, answers
+// the call with its outcome unknown instead of performing it again.
+func (s *Session) onIntent(ctx context.Context, callID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run := s.saved.Run
+	if run == nil || slices.Contains(run.Begun, callID) {
+		return nil
+	}
+	run.Begun = append(run.Begun, callID)
+	var b batch
+	s.saveTo(&b)
+	if err := s.m.st.Write(ctx, &b.Batch); err != nil {
+		run.Begun = run.Begun[:len(run.Begun)-1]
+		s.log.Error("record a call's intent", "call", callID, "err", err)
+		return errors.New("the server could not record it")
+	}
+	return nil
 }
 
 // onEvent turns the loop's trace events into session state and events.
@@ -1297,6 +1382,13 @@ func (s *Session) Post(ctx context.Context, msgs []InMessage, by string) error {
 	if s.rec.Status == store.StatusStopped {
 		return fmt.Errorf("%w: the session is stopped", ErrConflict)
 	}
+	if s.model == nil {
+		// Its model could not be rebuilt after a restart or an adoption
+		// (a client's key, held in memory only, is gone): the record
+		// says why, and nothing can run.
+		return fmt.Errorf("%w: the session cannot continue: %s", ErrConflict,
+			cmp.Or(s.rec.Error, "its model could not be rebuilt after the server restarted"))
+	}
 	var users []InMessage
 	seen := map[string]bool{}
 	type perm struct {
@@ -1383,7 +1475,7 @@ func (s *Session) Post(ctx context.Context, msgs []InMessage, by string) error {
 			s.appendMessage("user", m.Content, "")
 			task = append(task, m.text())
 		}
-		s.start(strings.Join(task, "\n\n"), nil)
+		s.start(ctx, strings.Join(task, "\n\n"), nil)
 		return nil
 	}
 	s.maybeStop()

@@ -152,7 +152,7 @@ func startPlaywright(ctx context.Context, req DisplayRequest) (inner, isolate.Sa
 		}
 		sc.Logger = cmp.Or(sc.Logger, req.Logger)
 		var err error
-		if sb, err = local.Start(ctx, sc); err != nil {
+		if sb, err = startLocal(ctx, sc); err != nil {
 			return nil, nil, err
 		}
 		cfg.Flags = append(cfg.Flags, "--proxy-server=http://"+sb.ProxyAddr(), "--proxy-bypass-list=<-loopback>",

@@ -124,13 +124,15 @@ const playwrightOnHost = "display.backend playwright launches its browser on thi
 func (s *Sandboxes) Start(ctx context.Context, cfg isolate.Config) (isolate.Sandbox, error) {
 	cfg = s.limits(cfg)
 	if s.rt != nil {
+		t0 := time.Now()
 		sb, err := s.rt.Start(ctx, cfg)
+		observeStart(isolate.Containerd, t0, err)
 		if err != nil {
 			return nil, err
 		}
 		return sb, nil
 	}
-	sb, err := local.Start(ctx, cfg)
+	sb, err := startLocal(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +385,7 @@ func startChromium(ctx context.Context, req DisplayRequest) (inner, isolate.Sand
 		// The local backend's proxy, which is all a host browser gets.
 		sc.Egress, sc.OnDecision = *req.HostEgress, req.OnDecision
 		sc.Logger = cmp.Or(sc.Logger, req.Logger)
-		lsb, err := local.Start(ctx, sc)
+		lsb, err := startLocal(ctx, sc)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -524,7 +526,11 @@ func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) 
 		what = d.req.Display.Backend + " display"
 	}
 	d.closeInner(ctx)
+	metricCrashes.WithLabelValues(strings.TrimSuffix(what, " display")).Inc()
 	if d.req.MaxRestarts < 0 || len(d.restarts) >= d.req.MaxRestarts {
+		if d.req.MaxRestarts >= 0 { // below 0 its owner relaunches it, and counts that (Relaunched)
+			metricRelaunches.WithLabelValues(RelaunchRefused).Inc()
+		}
 		d.note(fmt.Sprintf("the %s died (%v); it was started anew %d times already, so the run ends", what, err, len(d.restarts)))
 		return "", err
 	}
@@ -540,13 +546,15 @@ func (d *OpenedDisplay) restart(ctx context.Context, err error) (string, error) 
 		d.lastURL = "about:blank"
 	}
 	if oerr := d.open(ctx); oerr != nil {
+		metricRelaunches.WithLabelValues(RelaunchFailed).Inc()
 		d.note(fmt.Sprintf("the %s died (%v) and could not be started anew: %v", what, err, oerr))
 		return "", fmt.Errorf("%w; starting it anew failed: %v", err, oerr)
 	}
 	note := fmt.Sprintf("The %s died (%v). It was started anew at %s; the page was loaded afresh, so anything not saved by the site is lost.", what, cause(err), d.lastURL)
+	metricRelaunches.WithLabelValues(RelaunchOK).Inc()
 	d.restarts = append(d.restarts, note)
 	d.note(note)
-	d.log.Warn("display restarted", "reason", err, "url", d.lastURL)
+	d.log.WarnContext(ctx, "display restarted", "reason", err, "url", d.lastURL)
 	return note, nil
 }
 

@@ -1,8 +1,18 @@
 package egress
 
-import "expvar"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// metricDecisions counts every proxy's decisions, for a server's /metrics
+// (docs/OPERATIONS.md).
+var metricDecisions = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "spotter_egress_decisions_total",
+	Help: "Requests the sessions' egress proxies decided on, by verdict (allowed, refused).",
+}, []string{"verdict"})
 
 var (
-	metricAllowed = expvar.NewInt("spotter_egress_allowed")
-	metricRefused = expvar.NewInt("spotter_egress_refused")
+	metricAllowed = metricDecisions.WithLabelValues("allowed")
+	metricRefused = metricDecisions.WithLabelValues("refused")
 )

@@ -340,10 +340,10 @@ func (p *Proxy) decide(method, scheme, host, port string) (Decision, verdict, bo
 // record logs d and hands it to OnDecision.
 func (p *Proxy) record(d Decision) {
 	if d.Allowed {
-		metricAllowed.Add(1)
+		metricAllowed.Inc()
 		p.log.Debug("egress allowed", logKeyMethod, d.Method, logKeyHost, d.Host, logKeyPort, d.Port, logKeyRule, d.Rule)
 	} else {
-		metricRefused.Add(1)
+		metricRefused.Inc()
 		p.log.Info("egress refused", logKeyMethod, d.Method, logKeyHost, d.Host, logKeyPort, d.Port, logKeyReason, d.Reason)
 	}
 	if p.cfg.OnDecision != nil {

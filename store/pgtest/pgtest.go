@@ -36,7 +36,24 @@ const startTimeout = 60 * time.Second
 // Start starts a PostgreSQL server for t and returns the DSN of its
 // "postgres" database, as superuser "postgres". The server is stopped and
 // its files removed when t ends. Use NewDB for more databases in it.
-func Start(t testing.TB) string {
+func Start(t testing.TB) string { return StartServer(t).DSN }
+
+// Server is a throwaway PostgreSQL server (StartServer).
+type Server struct {
+	DSN string // its "postgres" database, as superuser "postgres"
+
+	t      testing.TB
+	bin    string
+	dir    string
+	cred   *syscall.Credential
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // how cmd exited, once exited is closed
+}
+
+// StartServer is Start, returning the Server, which a test can stop and
+// start again on the same data (Restart).
+func StartServer(t testing.TB) *Server {
 	t.Helper()
 	if os.Getenv("SPOTTER_INTEGRATION") != "1" {
 		t.Skip("PostgreSQL tests need SPOTTER_INTEGRATION=1")
@@ -61,25 +78,39 @@ func Start(t testing.TB) string {
 			t.Fatalf("pgtest: %v", err)
 		}
 	}
-	data := filepath.Join(dir, "data")
-
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	initdb.Dir = dir
 	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("pgtest: initdb: %v\n%s", err, out)
 	}
+	s := &Server{t: t, bin: bin, dir: dir, cred: cred}
+	s.DSN = (&url.URL{
+		Scheme:   "postgres",
+		User:     url.User("postgres"),
+		Path:     "/postgres",
+		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode(),
+	}).String()
+	t.Cleanup(func() { s.stop(syscall.SIGINT) })
+	s.start()
+	return s
+}
 
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
+// start starts the server on its data directory and returns once it
+// accepts connections.
+func (s *Server) start() {
+	t := s.t
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	defer logf.Close()
-	srv := exec.Command(filepath.Join(bin, "postgres"), "-D", data,
-		"-k", dir, // the socket
+	srv := exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"),
+		"-k", s.dir, // the socket
 		"-c", "listen_addresses=", // no TCP
 		"-c", "shared_buffers=16MB",
 		"-c", "max_connections=200",
@@ -89,47 +120,69 @@ func Start(t testing.TB) string {
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
 	)
-	srv.Stdout, srv.Stderr, srv.Dir = logf, logf, dir
+	srv.Stdout, srv.Stderr, srv.Dir = logf, logf, s.dir
 	// SIGQUIT (immediate shutdown) if this process dies without cleaning up.
-	srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	srv.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGQUIT}
 	if err := srv.Start(); err != nil {
 		t.Fatalf("pgtest: start postgres: %v", err)
 	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = srv.Wait()
+	s.cmd, s.exited = srv, make(chan struct{})
+	go func(exited chan struct{}) {
+		s.err = srv.Wait()
 		close(exited)
-	}()
-	t.Cleanup(func() {
-		srv.Process.Signal(syscall.SIGINT) // fast shutdown
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			srv.Process.Kill()
-			<-exited
-		}
-	})
-
-	dsn := (&url.URL{
-		Scheme:   "postgres",
-		User:     url.User("postgres"),
-		Path:     "/postgres",
-		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode(),
-	}).String()
+	}(s.exited)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
 	for {
-		err := ping(ctx, dsn)
+		err := ping(ctx, s.DSN)
 		if err == nil {
-			return dsn
+			return
 		}
 		select {
-		case <-exited:
-			t.Fatalf("pgtest: postgres exited: %v\n%s", waitErr, readLog(dir))
+		case <-s.exited:
+			t.Fatalf("pgtest: postgres exited: %v\n%s", s.err, readLog(s.dir))
 		case <-ctx.Done():
-			t.Fatalf("pgtest: postgres did not accept connections within %v: %v\n%s", startTimeout, err, readLog(dir))
+			t.Fatalf("pgtest: postgres did not accept connections within %v: %v\n%s", startTimeout, err, readLog(s.dir))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// stop stops the server with sig (SIGINT: a fast shutdown) and waits for
+// it to exit, killing it after 30s.
+func (s *Server) stop(sig syscall.Signal) {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(sig)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Stop stops the server as pg_ctl stop -m fast does: it disconnects every
+// client, rolling back their open transactions, and exits.
+func (s *Server) Stop() { s.stop(syscall.SIGINT) }
+
+// Start starts a stopped server again on its data, as pg_ctl start does,
+// and returns once it accepts connections.
+func (s *Server) Start() {
+	s.t.Helper()
+	if s.cmd != nil {
+		s.t.Fatal("pgtest: Start of a server that runs")
+	}
+	s.start()
+}
+
+// Restart is Stop then Start: pg_ctl restart -m fast.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.Start()
 }
 
 // NewDB creates an empty database in the server at dsn (from Start) and

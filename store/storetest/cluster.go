@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -298,6 +299,41 @@ func testClaimRace(t *testing.T, dsn string) {
 		if len(winners) != 1 || len(owners) != 1 || !owners[winners[0]] {
 			t.Errorf("ClaimSession(%s) from %d replicas: winners %v, owners seen %v, want one winner seen by all", o.Session, claimers, winners, owners)
 		}
+	}
+}
+
+// testReplicaIncarnation checks that one process at a time holds a
+// replica id: another incarnation is refused while the lease runs,
+// without touching the row, and takes the id once it lapsed.
+func testReplicaIncarnation(t *testing.T, dsn string) {
+	ctx := t.Context()
+	s := open(t, dsn)
+	first := replica("r", at(0), 15*time.Second)
+	first.Incarnation = "one"
+	if _, err := s.Heartbeat(ctx, first); err != nil {
+		t.Fatalf("Heartbeat(first) = %v", err)
+	}
+	second := replica("r", at(5*time.Second), 15*time.Second)
+	second.Incarnation, second.Addr = "two", "http://elsewhere:8080"
+	_, err := s.Heartbeat(ctx, second)
+	if !errors.Is(err, store.ErrConflict) || !strings.Contains(err.Error(), first.Addr) {
+		t.Errorf("Heartbeat(another incarnation within the lease) = %v, want ErrConflict naming the holder's address", err)
+	}
+	if got, _ := s.Replicas(ctx); len(got) != 1 || got[0].Incarnation != "one" || got[0].Addr != first.Addr {
+		t.Errorf("Replicas() after a refused heartbeat = %+v, want the first's row untouched", got)
+	}
+	first.Renewed, first.Expires = at(10*time.Second), at(25*time.Second)
+	if lapsed, err := s.Heartbeat(ctx, first); err != nil || lapsed {
+		t.Errorf("Heartbeat(first, renewing) = %v, %v", lapsed, err)
+	}
+	second = replica("r", at(25*time.Second), 15*time.Second)
+	second.Incarnation = "two"
+	if lapsed, err := s.Heartbeat(ctx, second); err != nil || !lapsed {
+		t.Errorf("Heartbeat(another incarnation once the lease lapsed) = %v, %v, want it taken, lapsed", lapsed, err)
+	}
+	first.Renewed, first.Expires = at(26*time.Second), at(41*time.Second)
+	if _, err := s.Heartbeat(ctx, first); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("Heartbeat(the first again, its id taken) = %v, want ErrConflict", err)
 	}
 }
 

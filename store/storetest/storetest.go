@@ -44,6 +44,9 @@ func Run(t *testing.T, newDSN func(t *testing.T) string) {
 		{"Replicas", testReplicas},
 		{"Ownership", testOwnership},
 		{"ClaimRace", testClaimRace},
+		{"Retention", testRetention},
+		{"Leases", testLeases},
+		{"ReplicaIncarnation", testReplicaIncarnation},
 		{"ConnOwner", testConnOwner},
 	}
 	for _, tt := range tests {
