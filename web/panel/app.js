@@ -144,6 +144,7 @@
     liveFrames: 0,      // live frames shown since the session opened
     imageSize: null,    // {w, h} of the session's screenshots, from the live view
     follow: true,       // the history follows its newest entries
+    followTop: 0,       // the history's scrollTop when it last scrolled
     lastWords: '',      // the model's words in the current turn
     pollTimer: null,
   };
@@ -230,7 +231,12 @@
 
     $('timeline').addEventListener('scroll', () => {
       const ol = $('timeline');
-      state.follow = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+      const atEnd = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+      // A scroll event comes a frame after the scroll: rows added or grown
+      // since the history scrolled itself are not the operator scrolling
+      // up. Only a scroll up from where it was stops following.
+      state.follow = atEnd || (state.follow && ol.scrollTop >= state.followTop - 1);
+      state.followTop = ol.scrollTop;
     });
     // Whether the browser is logged in, asked without a request that
     // fails: the login form shows without a 401 in the console.
@@ -526,6 +532,7 @@
         const u = safeURL(img);
         if (u) {
           li.querySelector('.ev-body').append(' ', el('a', { href: u, target: '_blank', rel: 'noopener noreferrer', text: 'screenshot' }));
+          follow();
           showLive(u, d.time);
         }
         break;
@@ -596,6 +603,7 @@
     if (!state.follow) return;
     const ol = $('timeline');
     ol.scrollTop = ol.scrollHeight;
+    state.followTop = ol.scrollTop;
   }
 
   // outcomeOf says how a turn that ended with stop reason r came out, or
