@@ -328,8 +328,8 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	g.inner = d
 	g.relaunches = append(g.relaunches, now)
 	g.mu.Unlock()
-	g.s.live.displayChanged()
 	wiring.Relaunched(wiring.RelaunchOK)
+	g.s.live.displayChanged()
 	url := g.s.Record().URL
 	if url == "" {
 		url = g.s.spec.StartURL
