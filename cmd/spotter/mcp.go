@@ -80,6 +80,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return exitError{2, err}
 	}
+	browsersSet := false
+	fs.Visit(func(f *flag.Flag) { browsersSet = browsersSet || f.Name == "browsers" })
+	if browsersSet && *browsers < 0 {
+		return exitError{2, fmt.Errorf("--browsers %d: want 0 (a browser per session) or more", *browsers)}
+	}
 	if *browsers < 0 {
 		// A browser context each of one shared browser, unless the
 		// display is not a Chromium of the host's.
