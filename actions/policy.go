@@ -1,11 +1,9 @@
 package actions
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -13,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"github.com/spotter-harness/spotter/internal/yamldoc"
 )
 
 // Policy is a declarative allowlist: what it does not allow is refused.
@@ -99,37 +97,40 @@ func LoadPolicy(path string) (Policy, error) {
 }
 
 func parsePolicy(b []byte) (Policy, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
 	var p Policy
-	if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+	if err := yamldoc.Decode(b, &p); errors.Is(err, yamldoc.ErrEmpty) {
 		return Policy{}, nil
 	} else if err != nil {
-		return Policy{}, fmt.Errorf("%v", err) // yaml's errors are not our API
+		return Policy{}, err
 	}
-	var more yaml.Node
-	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return Policy{}, fmt.Errorf("want one YAML document")
-	}
+	return p, p.Validate()
+}
+
+// Validate reports whether p is well formed, as ParsePolicy checks it: a
+// batch cap of 0 or more, no empty chord, host patterns that some host
+// can match (ParseHostPattern), usable file paths. Entry points check a
+// Policy that did not come from ParsePolicy (a task file's, a session's)
+// with it.
+func (p Policy) Validate() error {
 	if p.MaxBatch < 0 {
-		return Policy{}, fmt.Errorf("max_batch %d is negative", p.MaxBatch)
+		return fmt.Errorf("max_batch %d is negative", p.MaxBatch)
 	}
 	for i, c := range p.ForbidKeys {
 		if len(c) == 0 { // a null item skips UnmarshalYAML
-			return Policy{}, fmt.Errorf("forbid_keys[%d] is empty", i)
+			return fmt.Errorf("forbid_keys[%d] is empty", i)
 		}
 	}
-	for _, h := range p.Hosts {
+	for i, h := range p.Hosts {
 		if _, err := ParseHostPattern(h); err != nil {
-			return Policy{}, fmt.Errorf("hosts: %v", err)
+			return fmt.Errorf("hosts[%d]: %v", i, err)
 		}
 	}
 	for i, f := range p.Files {
 		if f == "" || strings.ContainsRune(f, 0) {
-			return Policy{}, fmt.Errorf("files[%d] is not a usable path", i)
+			return fmt.Errorf("files[%d] is not a usable path", i)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // Check reports whether p allows a. The error wraps ErrNotAllowed and says

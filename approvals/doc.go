@@ -35,9 +35,10 @@
 // and in the rules file's disable list:
 //
 //	safety-check    a provider's safety check (cannot be disabled)
-//	purchase        clicks on buy, pay, checkout or order controls (by what they say, in several languages)
-//	delete          clicks on delete or remove controls (by what they say)
-//	send            clicks on send, submit, publish or confirm controls (by what they say)
+//	purchase        clicks on buy, pay, checkout or order controls (by what they say, in several languages,
+//	                or where the form they submit goes); Enter in a form whose button or endpoint says so
+//	delete          the same for delete or remove
+//	send            the same for send, submit, publish or confirm
 //	password        typing into a password field, or Enter in it
 //	payment         typing into a payment field (autocomplete cc-*, names like card number or CVV), or Enter
 //	                in it; typing anything that looks like a card number (13-19 digits passing the Luhn check)
@@ -62,9 +63,31 @@
 // reason quotes the visible text when it, not the name, flagged it ("the
 // button "More information" (it shows "Buy now")"). The visible text of a
 // control (a link, a button, a form control, an element with a widget
-// role) counts whole: it is the control's label. Any other element's (a
-// clickable <div>, a paragraph) counts when it is 40 characters or less,
-// so that a click in a paragraph that mentions paying is not a purchase.
+// role) counts whole: it is the control's label. Any other element that
+// acts when clicked (a <div> with a click handler, in its markup or added
+// by a script, or with a pointer cursor of its own) counts when its text
+// is 40 characters or less, so that a click on a clickable card that
+// mentions paying is not a purchase.
+//
+// Only what acts when clicked says anything (screen.Target.Acts): a click
+// on static text ("Thank you for your purchase!", a heading, a label with
+// no control) is not flagged, whatever it says, and an operator's
+// target.name or target.text condition does not match it for a click.
+// The hit-test finds what acts: the nearest control around the point (a
+// label stands for its control, an element inside a link or a button for
+// the link or the button), else the nearest element with a handler in
+// its markup or a pointer cursor of its own, else the nearest one a
+// script listens on for clicks, presses or touches (read from the
+// browser, not the page). Listeners on the page's body, html or document
+// make nothing act; a listener on a large container (React's root) makes
+// the container act, whose long text says nothing. A page that handles a
+// click on a plain element only from such a container, without a pointer
+// cursor, is seen as static: a region or an operator's rule covers it.
+//
+// What a form submits counts too: a click on a submit button, or Enter in
+// one of the form's fields, is flagged when the path the form goes to says
+// it ("/checkout/pay", "/api/placeOrder"), and Enter when the form's
+// first submit button, which Enter presses, says it (screen.Target.FormSubmit).
 // The payment rule reads, besides a field's name and autocomplete, the
 // visible text of a focused element that holds no typed text. For an
 // <input> the visible text is what it shows without typing: a button

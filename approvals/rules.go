@@ -1,10 +1,8 @@
 package approvals
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"regexp"
@@ -14,9 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/spotter-harness/spotter/actions"
+	"github.com/spotter-harness/spotter/internal/yamldoc"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -37,6 +34,9 @@ const (
 // DefaultTimeout is how long a request waits for a human when the rules
 // name no timeout. Then it is denied.
 const DefaultTimeout = 5 * time.Minute
+
+// MaxTimeout is the longest timeout the rules may name.
+const MaxTimeout = 24 * time.Hour
 
 // Names of the built-in rules, in the order they are checked.
 const (
@@ -160,17 +160,11 @@ func Load(path string) (Rules, error) {
 }
 
 func parse(b []byte) (Rules, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
 	r := Default()
-	if err := dec.Decode(&r); errors.Is(err, io.EOF) {
+	if err := yamldoc.Decode(b, &r); errors.Is(err, yamldoc.ErrEmpty) {
 		return Default(), nil
 	} else if err != nil {
-		return Rules{}, fmt.Errorf("%v", err) // yaml's errors are not our API
-	}
-	var more yaml.Node
-	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
-		return Rules{}, errors.New("want one YAML document")
+		return Rules{}, err
 	}
 	if _, err := r.compile(); err != nil {
 		return Rules{}, err
@@ -212,6 +206,9 @@ func (r Rules) compile() (*compiled, error) {
 	}
 	if r.Timeout < 0 {
 		return nil, fmt.Errorf("timeout %v is negative", r.Timeout)
+	}
+	if r.Timeout > MaxTimeout {
+		return nil, fmt.Errorf("timeout %v is longer than %v: a question nobody answers in a day is a denial", r.Timeout, MaxTimeout)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
@@ -422,18 +419,42 @@ func (f *findings) add(rule, format string, args ...any) {
 	}
 }
 
+// wordRules are the built-in rules on what a control says or where its
+// form goes, in the order they are tried: the first that matches flags.
+var wordRules = []struct {
+	rule   string
+	words  *words
+	effect string
+}{
+	{RulePurchase, &purchaseWords, "may spend money"},
+	{RuleDelete, &deleteWords, "may delete something"},
+	{RuleSend, &sendWords, "may send or submit something"},
+}
+
 // pointerFindings applies the built-in rules on what a click activates:
-// purchases, deletions, sends, downloads, file pickers, and links or forms
-// that lead outside the allowed hosts.
+// purchases, deletions, sends (by what an element that acts says, or by
+// where the form a click submits goes), downloads, file pickers, and links
+// or forms that lead outside the allowed hosts. Static text says nothing:
+// a click on "Thank you for your purchase!" buys nothing.
 func (c *compiled) pointerFindings(f *findings, s Subject) {
 	a, t := s.Action, s.Target
 	label := describeTarget(*t)
-	if said, ok := says(t, purchaseWords); ok {
-		f.add(RulePurchase, "clicking %s may spend money", describeSaying(*t, said))
-	} else if said, ok := says(t, deleteWords); ok {
-		f.add(RuleDelete, "clicking %s may delete something", describeSaying(*t, said))
-	} else if said, ok := says(t, sendWords); ok {
-		f.add(RuleSend, "clicking %s may send or submit something", describeSaying(*t, said))
+	endpoint := ""
+	if submits(*t) {
+		endpoint = t.FormAction
+	}
+	for _, w := range wordRules {
+		if !acts(*t) {
+			break
+		}
+		if said, ok := says(t, *w.words); ok {
+			f.add(w.rule, "clicking %s %s", describeSaying(*t, said), w.effect)
+			break
+		}
+		if path, ok := endpointSays(endpoint, *w.words); ok {
+			f.add(w.rule, "clicking %s sends a form to %s, which %s", label, path, w.effect)
+			break
+		}
 	}
 	if t.Download {
 		f.add(RuleDownload, "clicking %s downloads a file", label)
@@ -475,12 +496,31 @@ func (c *compiled) keyboardFindings(f *findings, s Subject) {
 	if !submitsByKey(a, t) {
 		return
 	}
+	if t.Href == "" && t.FormAction != "" {
+		c.formFindings(f, t, label)
+	}
 	if t.Href != "" {
 		if host, ok := c.outside(t.Href, s); ok {
 			f.add(RuleOutside, "pressing Enter on %s leads to %s, outside the allowed hosts", label, host)
 		}
 	} else if host, ok := c.outside(t.FormAction, s); ok {
 		f.add(RuleOutside, "pressing a key in %s sends a form to %s, outside the allowed hosts", label, host)
+	}
+}
+
+// formFindings flags a key that submits t's form by what the form's
+// default button says or where the form goes, as a click on the button
+// would be.
+func (c *compiled) formFindings(f *findings, t screen.Target, label string) {
+	for _, w := range wordRules {
+		if t.FormSubmit != "" && w.words.re.MatchString(t.FormSubmit) {
+			f.add(w.rule, "a key in %s submits its form, whose button %q %s", label, clipText(t.FormSubmit, 60), w.effect)
+			return
+		}
+		if path, ok := endpointSays(t.FormAction, *w.words); ok {
+			f.add(w.rule, "a key in %s sends its form to %s, which %s", label, path, w.effect)
+			return
+		}
 	}
 }
 
@@ -578,8 +618,9 @@ func (r compiledRule) matches(s Subject) bool {
 			switch f {
 			case "name", "text":
 				// What the element says: its accessible name or its
-				// visible text; either may match.
-				if !anyMatch(res, t.Name) && !anyMatch(res, t.Text) {
+				// visible text; either may match. A click on an element
+				// that does not act says nothing.
+				if activates(a) && !acts(*t) || !anyMatch(res, t.Name) && !anyMatch(res, t.Text) {
 					return false
 				}
 			default:
@@ -837,9 +878,10 @@ func shortText(t screen.Target) string {
 }
 
 // controlTags and controlRoles are the elements whose visible text is
-// their label: what a hit-test calls interactive.
+// their label: what a hit-test calls interactive (a label stands for its
+// control, which the hit-test reports instead).
 var (
-	controlTags  = []string{"a", "area", "button", "input", "select", "summary", "option", "label"}
+	controlTags  = []string{"button", "input", "select", "textarea", "summary", "option"}
 	controlRoles = []string{"button", "link", "menuitem", "menuitemcheckbox", "menuitemradio", "tab", "checkbox",
 		"radio", "switch", "option", "treeitem", "gridcell", "combobox"}
 )
@@ -848,6 +890,43 @@ var (
 // control, or an element with a widget role.
 func isControl(t screen.Target) bool {
 	return slices.Contains(controlTags, t.Tag) || slices.Contains(controlRoles, t.Role) || t.Href != ""
+}
+
+// acts reports whether clicking t does something: the hit-test says so
+// (screen.Target.Acts), or t is a control whatever reported it.
+func acts(t screen.Target) bool { return t.Acts || isControl(t) }
+
+// submits reports whether a click on t submits its form.
+func submits(t screen.Target) bool {
+	return t.FormAction != "" && (t.InputType == "submit" || t.InputType == "image")
+}
+
+// endpointSays reports whether the path of the URL a form goes to says
+// what w says ("/checkout/pay", "/api/placeOrder"), and returns the path.
+func endpointSays(raw string, w words) (string, bool) {
+	if raw == "" {
+		return "", false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Path == "" || u.Path == "/" {
+		return "", false
+	}
+	var b strings.Builder
+	prev := ' '
+	for _, r := range u.Path {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			r = ' '
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			b.WriteRune(' ')
+		}
+		b.WriteRune(r)
+		prev = r
+	}
+	if !w.re.MatchString(b.String()) {
+		return "", false
+	}
+	return clipText(u.Path, 80), true
 }
 
 var (

@@ -507,12 +507,15 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 		} else {
 			r.Err = errors.Join(r.Err, fmt.Errorf("no screenshot could be taken after the call either: %w", err))
 		}
-		e.finish(&r, t0, "", o.Step, actor)
+		e.finish(&r, t0, "", o.Step, actor, screen.PageLog{})
 	} else {
 		// What the display noted (a tab opened, a human acted) is said
 		// once, in the notes; the shot no longer carries it.
 		r.Notes = append(r.Notes, shot.Events...)
 		shot.Events = nil
+		// What the page logged and requested goes to the record only.
+		page := shot.Log
+		shot.Log = screen.PageLog{}
 		r.Shot = &shot
 		if shot.Frame.Settle.TimedOut {
 			r.Notes = append(r.Notes, fmt.Sprintf("The page had not settled after %v (%s); the screenshot may show it mid-change.",
@@ -522,7 +525,7 @@ func (e *Executor) Do(ctx context.Context, c Call, o Options) Result {
 			p := shot.Frame.FromCSS(*r.cursorCSS)
 			r.Cursor = &p
 		}
-		e.finish(&r, t0, name, o.Step, actor)
+		e.finish(&r, t0, name, o.Step, actor, page)
 	}
 	return r
 }
@@ -559,11 +562,12 @@ func actorName(a Actor) string {
 	return string(a)
 }
 
-// finish records r; shot is the trace file of r.Shot.
-func (e *Executor) finish(r *Result, t0 time.Time, shot string, step int, actor Actor) {
+// finish records r; shot is the trace file of r.Shot, and page what the
+// page logged and requested up to it.
+func (e *Executor) finish(r *Result, t0 time.Time, shot string, step int, actor Actor, page screen.PageLog) {
 	r.Elapsed = time.Since(t0)
 	ev := trace.Event{Type: trace.TypeResult, Step: step, CallID: r.CallID, Ran: r.Ran, Error: errString(r.Err),
-		Notes: r.Notes, Elapsed: r.Elapsed, Actor: actorName(actor)}
+		Notes: r.Notes, Elapsed: r.Elapsed, Actor: actorName(actor), Page: page}
 	if r.Shot != nil {
 		ev.FrameID, ev.Frame, ev.Shot = r.Shot.Frame.ID, r.Shot.Frame, shot
 	}
@@ -896,7 +900,7 @@ func (e *Executor) MaskTurn(t Turn) Turn {
 			acts := make([]actions.Action, len(c.Actions))
 			for j, a := range c.Actions {
 				acts[j] = a.Masked()
-				acts[j].Text, acts[j].URL = r.String(acts[j].Text), r.String(acts[j].URL)
+				acts[j].Text, acts[j].URL = r.String(acts[j].Text), r.URL(acts[j].URL)
 			}
 			c.Actions = acts
 		}

@@ -322,7 +322,9 @@ func (l *loop) run(ctx context.Context) Outcome {
 			l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Error: err.Error()})
 			return Outcome{Stop: StopError, Err: fmt.Sprintf("first screenshot: %v", err)}
 		}
-		l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Shot: name, Frame: shot.Frame})
+		page := shot.Log // for the record only
+		shot.Log = screen.PageLog{}
+		l.record(trace.Event{Type: trace.TypeRunStart, Task: l.cfg.Task, Model: l.cfg.ModelName, Shot: name, Frame: shot.Frame, Page: page})
 		in = Input{Task: l.cfg.Task, Shot: &shot}
 	}
 	for {

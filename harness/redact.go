@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -24,7 +25,49 @@ type Redactor struct {
 	masks  map[string]string
 }
 
+// add makes r redact v, as it is and as URLs write it (a page can put a
+// secret into its address or a request's, and so into a note that names
+// it), with mask.
 func (r *Redactor) add(v, mask string) {
+	for _, f := range urlForms(v) {
+		r.addOne(f, mask)
+	}
+}
+
+// urlForms returns v and the forms a URL gives it: Go's query and path
+// escaping, JavaScript's encodeURIComponent and an HTML form's encoding.
+func urlForms(v string) []string {
+	forms := []string{v}
+	for _, f := range []string{url.QueryEscape(v), url.PathEscape(v), escapeExcept(v, "-_.!~*'()", false), escapeExcept(v, "*-._", true)} {
+		if !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	return forms
+}
+
+// escapeExcept percent-encodes every byte of v but ASCII letters, digits
+// and keep; with plus, a space becomes "+".
+func escapeExcept(v, keep string, plus bool) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte(keep, c) >= 0:
+			b.WriteByte(c)
+		case c == ' ' && plus:
+			b.WriteByte('+')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+func (r *Redactor) addOne(v, mask string) {
 	if len(v) < minSecret || slices.Contains(r.values, v) {
 		return
 	}
@@ -96,8 +139,79 @@ func (r *Redactor) event(e *trace.Event) {
 		e.Notes = notes
 	}
 	e.Action.Text, e.Mapped.Text = r.String(e.Action.Text), r.String(e.Mapped.Text)
-	e.Action.URL, e.Mapped.URL, e.Frame.URL = r.String(e.Action.URL), r.String(e.Mapped.URL), r.String(e.Frame.URL)
+	e.Action.URL, e.Mapped.URL, e.Frame.URL = r.URL(e.Action.URL), r.URL(e.Mapped.URL), r.URL(e.Frame.URL)
 	e.Raw, e.Input = r.JSON(e.Raw), r.JSON(e.Input)
+	if !e.Page.Empty() {
+		e.Page = r.page(e.Page)
+	}
+}
+
+// page returns a copy of l with every secret value redacted from its
+// messages and URLs.
+func (r *Redactor) page(l screen.PageLog) screen.PageLog {
+	out := l
+	out.Console = make([]screen.ConsoleMessage, len(l.Console))
+	for i, m := range l.Console {
+		m.Text, m.Where = r.String(m.Text), r.URL(m.Where)
+		out.Console[i] = m
+	}
+	out.Requests = make([]screen.Request, len(l.Requests))
+	for i, q := range l.Requests {
+		q.URL, q.Error = r.URL(q.URL), r.String(q.Error)
+		out.Requests[i] = q
+	}
+	return out
+}
+
+// URL returns u with every secret value redacted, as it is and as a URL
+// encodes it: a form sent with GET puts what was typed into the query,
+// percent-encoded, and a page may put it into the path. Each part of the
+// path, query and fragment that holds a secret once decoded is written
+// again with the secret masked.
+func (r *Redactor) URL(u string) string {
+	u = r.String(u)
+	if len(r.values) == 0 || !strings.ContainsAny(u, "%+") {
+		return u
+	}
+	rest, frag, hasFrag := strings.Cut(u, "#")
+	path, query, hasQuery := strings.Cut(rest, "?")
+	parts := strings.Split(path, "/")
+	for i, p := range parts {
+		if d, err := url.PathUnescape(p); err == nil && d != p {
+			if m := r.String(d); m != d {
+				parts[i] = url.PathEscape(m)
+			}
+		}
+	}
+	out := strings.Join(parts, "/")
+	if hasQuery {
+		out += "?" + r.formEncoded(query)
+	}
+	if hasFrag {
+		out += "#" + r.formEncoded(frag)
+	}
+	return out
+}
+
+// formEncoded redacts the names and values of a query string.
+func (r *Redactor) formEncoded(q string) string {
+	pairs := strings.Split(q, "&")
+	for i, kv := range pairs {
+		k, v, hasV := strings.Cut(kv, "=")
+		for _, s := range []*string{&k, &v} {
+			if d, err := url.QueryUnescape(*s); err == nil && d != *s {
+				if m := r.String(d); m != d {
+					*s = url.QueryEscape(m)
+				}
+			}
+		}
+		if hasV {
+			pairs[i] = k + "=" + v
+		} else {
+			pairs[i] = k
+		}
+	}
+	return strings.Join(pairs, "&")
 }
 
 // scrub rewrites the model's own conversation, when it is Stateful and the
@@ -172,7 +286,7 @@ func (l *loop) toModel(in Input) Input {
 // shot returns a copy of s with its URL and events redacted.
 func (r *Redactor) shot(s *screen.Shot) *screen.Shot {
 	c := *s
-	c.Frame.URL = r.String(c.Frame.URL)
+	c.Frame.URL = r.URL(c.Frame.URL)
 	if c.Events != nil {
 		c.Events = make([]string, len(s.Events))
 		for i, e := range s.Events {

@@ -450,7 +450,8 @@ func (se *session) screenshot(ctx context.Context) (screen.Shot, error) {
 		return shot, err
 	}
 	se.exec.Record(trace.Event{Type: trace.TypeNote, Text: "screenshot " + shot.Frame.ID, Actor: string(harness.ActorClient),
-		FrameID: shot.Frame.ID, Frame: shot.Frame, Shot: name})
+		FrameID: shot.Frame.ID, Frame: shot.Frame, Shot: name, Page: shot.Log})
+	shot.Log = screen.PageLog{}
 	return shot, nil
 }
 

@@ -81,6 +81,9 @@ type Shot struct {
 	// Events are things the display noticed since the previous capture, in
 	// plain words for the model: "a new tab opened: https://...", a dialog.
 	Events []string
+	// Log is what the page logged and requested since the previous
+	// capture, for the run's record; it is never shown to the model.
+	Log PageLog
 }
 
 // CaptureOptions says what image to produce.

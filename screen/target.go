@@ -17,6 +17,15 @@ type Target struct {
 	Download     bool   `json:"download,omitempty"`     // the link has a download attribute
 	FrameURL     string `json:"frameUrl,omitempty"`     // the URL of the (i)frame holding the element; "" for the top page
 	Text         string `json:"text,omitempty"`         // visible text, clipped to 200 characters
+	// Acts says that clicking the element does something: it is a
+	// control (a link, a button, a form field, a label of one, an element
+	// with a widget role or contenteditable), or it or the ancestor
+	// described has a handler for clicks (in its markup or added by a
+	// script) or a pointer cursor of its own. Static text does not act.
+	Acts bool `json:"acts,omitempty"`
+	// FormSubmit is the label of the button that submitting the
+	// element's form by Enter presses (its first submit button).
+	FormSubmit string `json:"formSubmit,omitempty"`
 }
 
 // Dialog is a JavaScript dialog a page has open.

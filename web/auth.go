@@ -231,6 +231,8 @@ var sessionRoutes = map[string]bool{
 	"GET /session/:id/events":                  true,
 	"GET /session/:id/shots/*name":             true,
 	"GET /session/:id/screen":                  true,
+	"GET /session/:id/live":                    true,
+	"GET /session/:id/report/:run":             true,
 	"POST /session/:id/stop":                   true,
 	"POST /session/:id/takeover":               true,
 	"POST /session/:id/input":                  true,

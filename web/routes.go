@@ -38,6 +38,8 @@ var Routes = []Route{
 	{"GET", "/session/:id/events"},
 	{"GET", "/session/:id/shots/*name"},
 	{"GET", "/session/:id/screen"},
+	{"GET", "/session/:id/live"},
+	{"GET", "/session/:id/report/:run"},
 	{"POST", "/session/:id/stop"},
 	{"POST", "/session/:id/takeover"},
 	{"POST", "/session/:id/input"},
@@ -80,6 +82,7 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/openapi.yaml", s.openapi)
 	e.GET("/login", s.static)
 	e.POST("/login", s.login)
+	e.GET("/auth", s.authState)
 
 	handlers := map[string]gin.HandlerFunc{
 		"GET /sessions":                            s.listSessions,
@@ -89,6 +92,8 @@ func (s *Server) routes() *gin.Engine {
 		"GET /session/:id/events":                  s.events,
 		"GET /session/:id/shots/*name":             s.shot,
 		"GET /session/:id/screen":                  s.screen,
+		"GET /session/:id/live":                    s.live,
+		"GET /session/:id/report/:run":             s.report,
 		"POST /session/:id/stop":                   s.stop,
 		"POST /session/:id/takeover":               s.takeover,
 		"POST /session/:id/input":                  s.input,
@@ -346,19 +351,12 @@ func (s *Server) events(c *gin.Context) {
 // going and everything was sent); otherwise it follows until the client
 // leaves. The client leaving never stops the session.
 func (s *Server) stream(c *gin.Context, ss *session.Session, after int64, untilStop bool) {
-	w := c.Writer
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-	ping := time.NewTicker(15 * time.Second)
+	w, ping := startSSE(c)
 	defer ping.Stop()
 	for {
 		evs, changed := ss.Events(after)
 		for _, e := range evs {
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, e.Data)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, timed(e.Data, e.Time))
 			after = e.Seq
 			if untilStop && e.Type == session.EventTurnStop {
 				w.Flush()
@@ -383,6 +381,40 @@ func (s *Server) stream(c *gin.Context, ss *session.Session, after int64, untilS
 			return
 		}
 	}
+}
+
+// startSSE answers c with an SSE stream, its headers sent, and returns
+// its writer and the ticker of its keep-alive comments (": ping"), which
+// the caller stops.
+func startSSE(c *gin.Context) (gin.ResponseWriter, *time.Ticker) {
+	w := c.Writer
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	return w, time.NewTicker(15 * time.Second)
+}
+
+// timed returns an event's data, a JSON object, with the time the event
+// was stored as its "time" member (RFC 3339, UTC), so that a stream
+// replayed later says when each event happened.
+func timed(data []byte, at time.Time) []byte {
+	if at.IsZero() || len(data) < 2 || data[0] != '{' {
+		return data
+	}
+	t, err := at.UTC().MarshalJSON()
+	if err != nil {
+		return data
+	}
+	out := make([]byte, 0, len(data)+len(t)+9)
+	out = append(out, `{"time":`...)
+	out = append(out, t...)
+	if rest := bytes.TrimSpace(data[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, data[1:]...)
 }
 
 func (s *Server) shot(c *gin.Context) {

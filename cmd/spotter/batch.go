@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,20 +55,25 @@ func batchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.PrintDefaults()
 	}
 	// Accept flags before and after the jobs file.
-	if err := fs.Parse(args); err != nil {
-		return exitError{2, err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		fs.Usage()
-		return exitError{2, errors.New("batch needs a jobs file")}
+		return usageError(fs, "batch needs a jobs file")
 	}
 	file := rest[0]
-	if err := fs.Parse(rest[1:]); err != nil {
-		return exitError{2, err}
+	if err := parseFlags(fs, rest[1:]); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+		return usageError(fs, "unexpected arguments: %v", fs.Args())
+	}
+	if *parallel < 1 {
+		return usageError(fs, "--parallel %d: want 1 or more jobs at a time", *parallel)
+	}
+	if err := checkIsolation(*isolation); err != nil {
+		return usageError(fs, "%v", err)
 	}
 
 	sh, err := batch.ParseShard(*shard)
@@ -159,6 +163,15 @@ const exitInterrupted = 3
 const isolateHelp = "where browsers run: containerd (a sandbox per task), local (a host browser behind the egress proxy), " +
 	"none (a host browser, no proxy), or auto (containerd when its daemon's socket exists, else local)"
 
+// checkIsolation refuses an --isolate value that names no mode.
+func checkIsolation(name string) error {
+	switch name {
+	case "containerd", "local", "none", "auto":
+		return nil
+	}
+	return fmt.Errorf("--isolate %q: want containerd, local, none or auto", name)
+}
+
 // openSandboxes resolves --isolate (auto: containerd when the daemon's
 // socket exists) and prepares its sandboxes: nil for none. For containerd
 // that removes what crashed runs left behind. The caller must close them.
@@ -173,7 +186,7 @@ func openSandboxes(ctx context.Context, name string, memoryMiB uint64, warm int,
 	if err != nil {
 		return "", nil, fmt.Errorf("--isolate: %w", err)
 	}
-	cfg := wiring.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Warm: warm, Logger: log}
+	cfg := wiring.SandboxConfig{Backend: backend, MemoryMiB: memoryMiB, Warm: warm, Logger: log, Auto: name == "auto"}
 	cfg.Containerd.Socket = os.Getenv("SPOTTER_CONTAINERD_SOCKET")
 	sbx, err := wiring.NewSandboxes(ctx, cfg)
 	if err != nil {

@@ -37,11 +37,14 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Usage: spotter bench [flags]\n\nSections: "+strings.Join(bench.Sections, ", "))
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitError{2, err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return exitError{2, fmt.Errorf("bench: unexpected argument %q", fs.Arg(0))}
+		return usageError(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if *think < 0 || *rounds < 1 || *maxSessions < 1 || *steps < 1 {
+		return usageError(fs, "--think must be 0 or more, --rounds, --max-sessions and --steps 1 or more")
 	}
 	o := bench.Options{Rounds: *rounds, MaxSessions: *maxSessions, StepsPerSession: *steps, Think: *think,
 		DriverDir: cmp.Or(*driver, os.Getenv("SPOTTER_PLAYWRIGHT_DRIVER"))}

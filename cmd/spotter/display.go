@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/spotter-harness/spotter/internal/wiring"
+	"github.com/spotter-harness/spotter/internal/yamldoc"
 )
 
 // displayHelp describes the --display flags of spotter mcp and serve.
@@ -21,9 +20,7 @@ func parseDisplay(flag string, w, h int) (wiring.DisplaySpec, error) {
 	flag = strings.TrimSpace(flag)
 	switch {
 	case strings.HasPrefix(flag, "{"):
-		dec := yaml.NewDecoder(strings.NewReader(flag))
-		dec.KnownFields(true)
-		if err := dec.Decode(&d); err != nil {
+		if err := yamldoc.Decode([]byte(flag), &d); err != nil {
 			return d, fmt.Errorf("--display: %v", err)
 		}
 	default:

@@ -22,7 +22,7 @@ func TestParseDisplay(t *testing.T) {
 			wiring.DisplaySpec{Backend: "vnc", Width: 1280, Height: 800, DPR: 1, Address: "127.0.0.1:5900", PasswordEnv: "VNC_PASSWORD"}, ""},
 		{"x11", wiring.DisplaySpec{}, `display.backend "x11"`},
 		{"vnc", wiring.DisplaySpec{}, "display.address is required"},
-		{"{backend: vnc, address: h:1, password: hunter2}", wiring.DisplaySpec{}, "field password not found"},
+		{"{backend: vnc, address: h:1, password: hunter2}", wiring.DisplaySpec{}, "password: unknown field"},
 	}
 	for _, tt := range tests {
 		got, err := parseDisplay(tt.flag, 1280, 800)

@@ -118,6 +118,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return exitError{2, fmt.Errorf("unknown command %q", args[0])}
 }
 
+// parseFlags parses args into fs. -h prints fs's usage and returns
+// flag.ErrHelp; a wrong flag or value is one line that says where the
+// flags are described, not the whole usage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	case err != nil:
+		return usageError(fs, "%v", err)
+	}
+	return nil
+}
+
+// usageError is a command-line mistake for command fs: one line, and
+// where the command's flags are described.
+func usageError(fs *flag.FlagSet, format string, args ...any) error {
+	return exitError{2, fmt.Errorf("%s; see 'spotter %s -h'", fmt.Sprintf(format, args...), fs.Name())}
+}
+
 // replaceRun makes dir ready for a new run, as test runners do with their
 // output folder: a previous run there is removed (and stderr says so); a
 // folder that holds anything else is left alone and refused.
@@ -172,18 +198,21 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.PrintDefaults()
 	}
 	// Accept flags before and after the task file.
-	if err := fs.Parse(args); err != nil {
-		return exitError{2, err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	var file string
 	if rest := fs.Args(); len(rest) > 0 {
 		file = rest[0]
-		if err := fs.Parse(rest[1:]); err != nil {
-			return exitError{2, err}
+		if err := parseFlags(fs, rest[1:]); err != nil {
+			return err
 		}
 		if fs.NArg() > 0 {
-			return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+			return usageError(fs, "unexpected arguments: %v", fs.Args())
 		}
+	}
+	if err := checkIsolation(*isolation); err != nil {
+		return usageError(fs, "%v", err)
 	}
 
 	var t runner.Task
@@ -196,8 +225,7 @@ func runTask(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case *taskText != "":
 		t, err = runner.OneOff(*taskText, *startURL, *provider, *modelName)
 	default:
-		fs.Usage()
-		return exitError{2, errors.New("run needs a task file or --task")}
+		return usageError(fs, "run needs a task file or --task")
 	}
 	if err != nil {
 		return exitError{2, err}

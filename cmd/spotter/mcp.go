@@ -66,11 +66,11 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "Usage: spotter mcp [--http 127.0.0.1:PORT] [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitError{2, err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+		return usageError(fs, "unexpected arguments: %v", fs.Args())
 	}
 	vp, err := parseSize(*viewport)
 	if err != nil {
@@ -94,7 +94,7 @@ func mcpCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	idleTimeout := idleOrNever(*idle)
 	iso, err := sharedIsolation(*browsers, *isolation)
 	if err != nil {
-		return exitError{2, err}
+		return usageError(fs, "%v", err)
 	}
 	if *browsers > 0 && disp.Backend != "" && disp.Backend != wiring.Chromium {
 		return exitError{2, fmt.Errorf("--browsers shares Chromium processes: it needs --display chromium, not %s", disp.Backend)}

@@ -104,15 +104,28 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "Usage: spotter serve [--addr 127.0.0.1:8080] [--data DIR] [--db postgres://...] [--token T] [--rules FILE] [--isolate auto] [--allow-base-url URL]... [--advertise URL]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitError{2, err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		return exitError{2, fmt.Errorf("unexpected arguments: %v", fs.Args())}
+		return usageError(fs, "unexpected arguments: %v", fs.Args())
 	}
 	iso, err := sharedIsolation(*browsers, *isolation)
 	if err != nil {
-		return exitError{2, err}
+		return usageError(fs, "%v", err)
+	}
+	for _, d := range []struct {
+		flag     string
+		v        time.Duration
+		min, max time.Duration
+	}{
+		{"approval-timeout", *timeout, 0, approvals.MaxTimeout},
+		{"drain-timeout", *drain, 0, time.Hour},
+		{"lease", *lease, time.Second, time.Hour},
+	} {
+		if d.v < d.min || d.v > d.max {
+			return usageError(fs, "--%s %v: want %v to %v", d.flag, d.v, d.min, d.max)
+		}
 	}
 	var mcpRules approvals.Rules // the zero Rules are the defaults
 	var serverRules *approvals.Rules
@@ -283,6 +296,9 @@ func idleOrNever(d time.Duration) time.Duration {
 // returns the isolation to use: shared browsers run on this host, so
 // auto means local with them, and containerd is refused.
 func sharedIsolation(browsers int, iso string) (string, error) {
+	if err := checkIsolation(iso); err != nil {
+		return "", err
+	}
 	switch {
 	case browsers < 0:
 		return "", fmt.Errorf("--browsers %d: want 0 or more", browsers)

@@ -41,8 +41,9 @@ func TestServeFlags(t *testing.T) {
 		errOut.Reset()
 		err := serveCmd(t.Context(), []string{"--allow-base-url", bad, "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, &out, &errOut)
 		var ee exitError
-		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(errOut.String(), "allow-base-url") {
-			t.Errorf("serve --allow-base-url %q = %v (stderr %q), want exit 2 naming the flag", bad, err, errOut.String())
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "allow-base-url") ||
+			!strings.HasSuffix(err.Error(), "see 'spotter serve -h'") || errOut.Len() > 0 {
+			t.Errorf("serve --allow-base-url %q = %v (stderr %q), want exit 2 naming the flag in one line", bad, err, errOut.String())
 		}
 	}
 }

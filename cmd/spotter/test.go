@@ -39,8 +39,8 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Flags may come before, between and after the paths.
 	var paths []string
 	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return exitError{2, err}
+		if err := parseFlags(fs, rest); err != nil {
+			return err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -49,8 +49,10 @@ func testCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		rest = fs.Args()[1:]
 	}
 	if len(paths) == 0 {
-		fs.Usage()
-		return exitError{2, errors.New("test needs a directory or file of tests")}
+		return usageError(fs, "test needs a directory or file of tests")
+	}
+	if err := checkIsolation(*isolation); err != nil {
+		return usageError(fs, "%v", err)
 	}
 	if *record && *replayRuns {
 		return exitError{2, errors.New("--record-replay and --replay do not go together (a healed replay is recorded anyway)")}

@@ -22,6 +22,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness"
 	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/screen"
@@ -94,6 +95,38 @@ type Model struct {
 	next     int
 	expect   string // ExpectError of the previous turn
 	Received []harness.Input
+}
+
+// Check reports the first scripted action that does not decode, by its
+// place: "turns[2].actions[0]: click: "x" must be a number, got a string".
+func Check(turns []Turn) error {
+	for i, t := range turns {
+		if len(t.Actions) > 0 {
+			if err := checkBatch(t.Actions); err != nil {
+				return fmt.Errorf("turns[%d].%v", i, err)
+			}
+		}
+		for j, b := range t.Calls {
+			if err := checkBatch(b); err != nil {
+				return fmt.Errorf("turns[%d].calls[%d]%s", i, j, strings.TrimPrefix(err.Error(), "actions"))
+			}
+		}
+	}
+	return nil
+}
+
+// checkBatch decodes b as the model will, and says what fails without
+// the decoder's "invalid action" prefix.
+func checkBatch(b Batch) error {
+	_, err := openai.DecodeActions(json.RawMessage(b))
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), actions.ErrInvalid.Error()+": ")
+	if !strings.HasPrefix(msg, "actions") {
+		msg = "actions: " + msg
+	}
+	return errors.New(msg)
 }
 
 // New returns a Model that replays turns.

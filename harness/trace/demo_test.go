@@ -125,6 +125,7 @@ func concat(bs ...[]box) []box {
 // a scroll, a drag, a refused click and a failed call.
 func demoRun(t testing.TB, dir string) {
 	t.Helper()
+	var pageLogs map[string]screen.PageLog
 	w, err := Create(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -180,10 +181,33 @@ func demoRun(t testing.TB, dir string) {
 			}
 			write(e)
 		}
-		write(Event{Type: TypeResult, Step: step, CallID: id, Ran: ran, Error: resErr, Notes: notes, Frame: after, Shot: afterRel, Elapsed: 900 * time.Millisecond})
+		write(Event{Type: TypeResult, Step: step, CallID: id, Ran: ran, Error: resErr, Notes: notes, Frame: after, Shot: afterRel, Elapsed: 900 * time.Millisecond,
+			Page: pageLogs[id]})
 	}
 	click := func(x, y float64) actions.Action {
 		return actions.Action{Kind: actions.Click, At: actions.Pt(x, y), HasAt: true}
+	}
+	// What the page logged and requested during some of the calls.
+	pageLogs = map[string]screen.PageLog{
+		"toolu_01": {Requests: []screen.Request{
+			{Time: start.Add(1200 * time.Millisecond), Method: "GET", URL: "https://shop.example/search?q=wireless+headphones", Type: "document", Status: 200, Duration: 182 * time.Millisecond},
+			{Time: start.Add(1390 * time.Millisecond), Method: "GET", URL: "https://shop.example/static/results.js", Type: "script", Status: 200, Duration: 24 * time.Millisecond},
+			{Time: start.Add(1420 * time.Millisecond), Method: "POST", URL: "https://shop.example/api/track", Type: "fetch", Status: 204, Duration: 41 * time.Millisecond},
+		}},
+		"toolu_06": {
+			Console: []screen.ConsoleMessage{
+				{Time: start.Add(11 * time.Second), Level: "warning", Source: "console", Text: "[cart] stock API slow: 1200 ms"},
+				{Time: start.Add(11200 * time.Millisecond), Level: "error", Source: "exception", Text: "Uncaught TypeError: Cannot read properties of undefined (reading 'price')",
+					Where: "https://shop.example/static/product.js:88"},
+				{Time: start.Add(11300 * time.Millisecond), Level: "error", Source: "network", Text: "Failed to load resource: the server responded with a status of 503 ()",
+					Where: "https://shop.example/api/stock/air-lite:1"},
+			},
+			Requests: []screen.Request{
+				{Time: start.Add(10900 * time.Millisecond), Method: "GET", URL: "https://shop.example/p/air-lite", Type: "document", Status: 200, Duration: 95 * time.Millisecond},
+				{Time: start.Add(11100 * time.Millisecond), Method: "GET", URL: "https://shop.example/api/stock/air-lite", Type: "fetch", Status: 503, Duration: 1200 * time.Millisecond},
+				{Time: start.Add(11150 * time.Millisecond), Method: "GET", URL: "https://cdn.example/reviews.js", Type: "script", Error: "net::ERR_NAME_NOT_RESOLVED"},
+			},
+		},
 	}
 
 	header := []box{{x: 24, y: 80, w: 600, h: 40, text: "Headphones & audio", ink: ink}}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html/template"
 	"image"
+	"io"
 	_ "image/jpeg" // decode screenshot sizes
 	_ "image/png"
 	"math"
@@ -44,13 +45,28 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 // list folded. A trace that ends in an unfinished event (see Read) still
 // renders, with a warning on the page.
 func WriteReport(dir string) (string, error) {
+	var buf bytes.Buffer
+	if err := Render(&buf, dir); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	if err := writeFileAtomic(dir, ReportFile, buf.Bytes(), true); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	return filepath.Join(dir, ReportFile), nil
+}
+
+// Render writes the report of the trace in dir to w, as WriteReport
+// writes report.html, without writing a file: a server renders the trace
+// of a run still going, or gone by, on request. A page served with it
+// must be served under its policy, ReportCSP.
+func Render(w io.Writer, dir string) error {
 	evs, rerr := Read(dir)
 	if rerr != nil && !errors.Is(rerr, ErrTruncated) {
-		return "", fmt.Errorf("write report: %w", rerr)
+		return rerr
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return "", fmt.Errorf("write report: %w", err)
+		return err
 	}
 	defer root.Close()
 	r := buildReport(evs, func(rel string) ([]byte, error) {
@@ -62,14 +78,10 @@ func WriteReport(dir string) (string, error) {
 	if rerr != nil {
 		r.Warnings = append(r.Warnings, rerr.Error())
 	}
-	var buf bytes.Buffer
-	if err := reportTmpl.Execute(&buf, r); err != nil {
-		return "", fmt.Errorf("write report: render: %w", err)
+	if err := reportTmpl.Execute(w, r); err != nil {
+		return fmt.Errorf("render: %w", err)
 	}
-	if err := writeFileAtomic(dir, ReportFile, buf.Bytes(), true); err != nil {
-		return "", fmt.Errorf("write report: %w", err)
-	}
-	return filepath.Join(dir, ReportFile), nil
+	return nil
 }
 
 // report is what the template shows.
@@ -86,7 +98,7 @@ type report struct {
 	Usage    Usage
 	Calls    int
 	Actions  int
-	Errors   int // steps with a failure
+	Errors   int // steps with a failure (a failed or refused action, an error)
 	Warnings []string
 	Notes    []note // events outside any step, egress decisions aside
 	Egress   *egressSummary
@@ -113,14 +125,53 @@ type card struct {
 	Notes   []note
 	Calls   []*callView
 
-	// The timeline: how long the step took, its share of the run, and the
-	// screenshot that stands for it.
+	// Refused says that the policy, a rule or a human refused an action
+	// of the step (Failed is set too).
+	Refused bool
+	// Screen is, for a step without calls (the model's last word), the
+	// screenshot the model saw then.
+	Screen *shotView
+
+	// What the page logged and requested during the step (after its
+	// calls' actions, up to their screenshots; the first step also holds
+	// the start page's), and how many of each went wrong.
+	Console       []consoleRow
+	Requests      []requestRow
+	ConsoleErrors int
+	FailedReqs    int
+	Dropped       string // what the display let go, in words
+
+	// The timeline: how long the step took, and the screenshot that
+	// stands for it.
 	Duration string
-	Weight   int
 	Thumb    *shotView
 
 	start, last time.Time // its first and last event
 	dur         time.Duration
+}
+
+// consoleRow is one console message as a step's Console tab shows it.
+type consoleRow struct {
+	At    string // since the run started
+	Clock string // the wall clock, to the millisecond
+	Level string
+	Class string // bad, warn or empty
+	Src   string
+	Text  string
+	Where string
+}
+
+// requestRow is one request as a step's Network tab shows it.
+type requestRow struct {
+	At       string
+	Clock    string
+	Method   string
+	URL      string
+	Type     string
+	Status   string // the HTTP status, "pending", or "failed"
+	Class    string // bad for a failure or a status of 400 and above
+	Error    string
+	Duration string
 }
 
 type callView struct {
@@ -235,6 +286,7 @@ type reportBuilder struct {
 	calls            map[string]*callView // by step and call id
 	maxStep          int
 	images           map[string]string // frame id -> "#imgN"
+	startPage        screen.PageLog    // what the start page logged, for the first step
 }
 
 // indexFrames returns the frames the events name, by id, each with the
@@ -296,6 +348,7 @@ func (b *reportBuilder) read(e Event) {
 	switch e.Type {
 	case TypeRunStart:
 		b.r.Task, b.r.Model, b.start = e.Task, e.Model, e.Time
+		b.startPage = e.Page
 	case TypeRunEnd:
 		b.runEnd(e)
 	case TypeModelTurn:
@@ -316,6 +369,13 @@ func (b *reportBuilder) read(e Event) {
 		b.result(e)
 	case TypeNote, TypeError:
 		b.note(e)
+	}
+	if !e.Page.Empty() && e.Type != TypeRunStart {
+		if e.Step == 0 {
+			b.startPage = joinLogs(b.startPage, e.Page)
+		} else {
+			b.pageLog(b.card(e.Step), e.Page)
+		}
 	}
 	if id := cmp.Or(e.Frame.ID, shotID(e.Shot)); e.Shot != "" && id != "" {
 		if f := b.frames[id].frame; f.Clip.Empty() || !f.Zoomed() {
@@ -341,6 +401,9 @@ func (b *reportBuilder) runEnd(e Event) {
 
 func (b *reportBuilder) modelTurn(e Event) {
 	c := b.card(e.Step)
+	if c.Screen == nil {
+		c.Screen = &shotView{FrameID: b.latest} // loaded if the step turns out to have no calls
+	}
 	c.Text = joinText(c.Text, e.Text)
 	c.Stop = cmp.Or(e.Stop, c.Stop)
 	c.Usage = addUsage(c.Usage, e.Usage)
@@ -429,6 +492,83 @@ func (b *reportBuilder) finishCard(c *card) {
 	if c.Summary == "" && c.Final {
 		c.Summary = c.Stop
 	}
+	if len(c.Calls) == 0 && c.Screen != nil && c.Screen.FrameID != "" {
+		c.Screen = b.image(c.Screen.FrameID)
+	} else {
+		c.Screen = nil
+	}
+}
+
+// pageLog adds what the page logged and requested to c's tabs.
+func (b *reportBuilder) pageLog(c *card, l screen.PageLog) {
+	for _, m := range l.Console {
+		row := consoleRow{At: b.offset(m.Time), Clock: clock(m.Time), Level: m.Level, Src: m.Source, Text: m.Text, Where: m.Where}
+		switch m.Level {
+		case "error":
+			row.Class = "bad"
+			c.ConsoleErrors++
+		case "warning":
+			row.Class = "warn"
+		}
+		c.Console = append(c.Console, row)
+	}
+	for _, q := range l.Requests {
+		row := requestRow{At: b.offset(q.Time), Clock: clock(q.Time), Method: q.Method, URL: q.URL, Type: q.Type, Error: q.Error}
+		switch {
+		case q.Status > 0 && q.Pending:
+			row.Status = fmt.Sprint(q.Status)
+			row.Error = joinText(row.Error, "its body had not all arrived, or the page had not read it, at the screenshot")
+		case q.Pending:
+			row.Status = "pending"
+		case q.Status == 0:
+			row.Status = "failed"
+		default:
+			row.Status = fmt.Sprint(q.Status)
+		}
+		if q.Error != "" || q.Status >= 400 || (q.Status == 0 && !q.Pending) {
+			row.Class = "bad"
+			c.FailedReqs++
+		}
+		if q.Duration > 0 {
+			row.Duration = formatDuration(q.Duration)
+		}
+		c.Requests = append(c.Requests, row)
+	}
+	var dropped []string
+	if l.DroppedConsole > 0 {
+		dropped = append(dropped, fmt.Sprintf("%d older console messages", l.DroppedConsole))
+	}
+	if l.DroppedRequests > 0 {
+		dropped = append(dropped, fmt.Sprintf("%d older requests", l.DroppedRequests))
+	}
+	if len(dropped) > 0 {
+		c.Dropped = joinText(c.Dropped, "The display kept the latest only: "+strings.Join(dropped, " and ")+" were let go.")
+	}
+}
+
+// joinLogs appends b's entries to a's.
+func joinLogs(a, b screen.PageLog) screen.PageLog {
+	a.Console = append(a.Console, b.Console...)
+	a.Requests = append(a.Requests, b.Requests...)
+	a.DroppedConsole += b.DroppedConsole
+	a.DroppedRequests += b.DroppedRequests
+	return a
+}
+
+// offset is t since the run started, as the report shows it.
+func (b *reportBuilder) offset(t time.Time) string {
+	if b.start.IsZero() || t.IsZero() {
+		return ""
+	}
+	return "+" + formatDuration(t.Sub(b.start))
+}
+
+// clock is t on the wall clock, to the millisecond.
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format("15:04:05.000")
 }
 
 // finishCall makes cv's action rows and markers, loads its screenshots,
@@ -452,6 +592,9 @@ func (b *reportBuilder) finishCall(c *card, cv *callView) []string {
 		kinds = append(kinds, av.Kind)
 		if av.Class == "bad" {
 			c.Failed = true
+		}
+		if av.Status == "refused" {
+			c.Refused = true
 		}
 		if cv.Before.Ref != "" {
 			g := geometry{frame: before, space: cv.space, w: cv.Before.W, h: cv.Before.H}
@@ -492,6 +635,15 @@ func (b *reportBuilder) finishRun() {
 	}
 	r.Verdict = verdict(r.Outcome)
 	r.Notes, r.Egress = foldEgress(r.Notes)
+	if len(r.Cards) > 0 && !b.startPage.Empty() {
+		first := r.Cards[0]
+		console, requests, errs, failed := first.Console, first.Requests, first.ConsoleErrors, first.FailedReqs
+		first.Console, first.Requests, first.ConsoleErrors, first.FailedReqs = nil, nil, 0, 0
+		b.pageLog(first, b.startPage)
+		first.Console, first.Requests = append(first.Console, console...), append(first.Requests, requests...)
+		first.ConsoleErrors += errs
+		first.FailedReqs += failed
+	}
 	r.timeline(b.end)
 }
 

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"html/template"
-	"math"
 	"regexp"
 	"slices"
 	"time"
@@ -24,12 +23,16 @@ var viewerHash = func() string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }()
 
-// CSP is the page's Content-Security-Policy: inline images and styles, the
-// viewer's script by its hash, and nothing else: no network, no other
-// script.
-func (r *report) CSP() string {
+// ReportCSP is the Content-Security-Policy of a report: inline images and
+// styles, the viewer's script by its hash, and nothing else: no network,
+// no other script. The page carries it; a server that serves one sends it
+// too.
+func ReportCSP() string {
 	return "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src " + viewerHash
 }
+
+// CSP is the page's Content-Security-Policy, ReportCSP.
+func (r *report) CSP() string { return ReportCSP() }
 
 // Script is the viewer's script.
 func (r *report) Script() template.JS { return template.JS(viewerJS) }
@@ -108,10 +111,11 @@ func foldEgress(notes []note) ([]note, *egressSummary) {
 }
 
 // timeline gives each step its duration (until the next step starts, or
-// the run ends), its share of the timeline and the screenshot that stands
-// for it there: the last one it produced, or the one it started from.
+// the run ends) and the screenshot that stands for it there: the last one
+// it produced, or the one it started from; a step that did nothing on the
+// screen (the model's last word) shows the screen as it was left. Every
+// step takes the same room in the timeline, whatever its duration.
 func (r *report) timeline(end time.Time) {
-	var total time.Duration
 	var prev *shotView
 	for i, c := range r.Cards {
 		next := end
@@ -124,7 +128,6 @@ func (r *report) timeline(end time.Time) {
 		if !c.start.IsZero() && next.After(c.start) {
 			c.dur = next.Sub(c.start)
 			c.Duration = formatDuration(c.dur)
-			total += c.dur
 		}
 		for _, cv := range c.Calls {
 			switch {
@@ -134,15 +137,12 @@ func (r *report) timeline(end time.Time) {
 				c.Thumb = cv.Before
 			}
 		}
+		if c.Thumb == nil && c.Screen != nil && c.Screen.Ref != "" {
+			c.Thumb = c.Screen
+		}
 		if c.Thumb == nil {
-			c.Thumb = prev // a step that did nothing on the screen shows it as it was
+			c.Thumb = prev
 		}
 		prev = c.Thumb
-	}
-	for _, c := range r.Cards {
-		c.Weight = 1
-		if total > 0 {
-			c.Weight = max(1, int(math.Round(100*float64(c.dur)/float64(total))))
-		}
 	}
 }

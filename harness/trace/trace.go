@@ -14,12 +14,13 @@
 //
 // A run writes these events, in this order:
 //
-//	run_start   Task, Model; Shot and Frame of the first screenshot
+//	run_start   Task, Model; Shot and Frame of the first screenshot; Page
 //	model_turn  Step, Text (the model's words), Stop, Usage, Elapsed
 //	call        Step, CallID, Name, Space, FrameID (as the model gave it), Raw; Error if it did not decode
 //	action      Step, CallID, Index, Action (model space), Mapped (CSS px), FrameID and Frame it was
 //	            mapped with, Stale, Secret; Error if it was refused or failed; Elapsed
-//	result      Step, CallID, Ran, Error, Notes, Shot and Frame of the screenshot taken after the batch, Elapsed
+//	result      Step, CallID, Ran, Error, Notes, Shot and Frame of the screenshot taken after the batch, Elapsed;
+//	            Page: the console messages and requests of the page since the screenshot before
 //	run_end     Stop, Step (steps taken), Error, Elapsed (the whole run)
 //
 // note and error events may come at any point; Step is zero outside a step.
@@ -134,6 +135,10 @@ type Event struct {
 
 	Ran   int    `json:"ran,omitzero"`    // result: actions of the batch that completed
 	Error string `json:"error,omitempty"` // what failed, in words
+
+	// Page is what the page logged to its console and requested since the
+	// screenshot before (run_start, result), as the display saw it.
+	Page screen.PageLog `json:"page,omitzero"`
 
 	// Elapsed is how long the thing took. It is stored as elapsed_ms, a
 	// number of milliseconds with microsecond precision.

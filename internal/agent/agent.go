@@ -64,6 +64,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spotter-harness/spotter/internal/chromeflags"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/cdp"
 	"github.com/spotter-harness/spotter/screen/vnc/desktop"
@@ -523,12 +524,15 @@ func (a *Agent) flags(dir string, frameControl bool) []string {
 	if frameControl {
 		mode = cdp.FrameControl
 	}
-	f := append(cdp.CommandLine(mode), "--remote-debugging-pipe", "--user-data-dir="+dir)
+	// The configuration's --disable-features join the command line's
+	// one, which Chromium reads only once.
+	rest, disabled := chromeflags.SplitFeatures(a.cfg.Flags)
+	f := append(cdp.CommandLine(mode, disabled...), "--remote-debugging-pipe", "--user-data-dir="+dir)
 	if a.cfg.ProxyAddr != "" {
 		f = append(f, "--proxy-server=http://"+a.cfg.ProxyAddr, "--proxy-bypass-list=<-loopback>",
 			"--force-webrtc-ip-handling-policy=disable_non_proxied_udp")
 	}
-	f = append(f, a.cfg.Flags...)
+	f = append(f, rest...)
 	return append(f, "about:blank")
 }
 

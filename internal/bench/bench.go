@@ -26,6 +26,10 @@
 //     (supplied by the caller through Options.Server).
 //   - tokens: image bytes and estimated image tokens per step under each
 //     provider's size rule, against a full-resolution screenshot.
+//   - live: the panel's live view (GET /session/:id/live) as a client gets
+//     it: frames per second while a page changes (session idle, and
+//     stepping), frames while it does not, and the latency from a change
+//     of the page to the client (live.go).
 //   - guard (after the others): the step, overhead and concurrency figures
 //     of this run against the floors issue 17 measured (guard.go).
 //   - context: a scripted 50-step task through each provider adapter
@@ -54,7 +58,7 @@ import (
 )
 
 // Sections lists the sections in the order they run.
-var Sections = []string{"tokens", "context", "capture", "step", "start", "concurrency", "mcp", "sandbox", "server"}
+var Sections = []string{"tokens", "context", "capture", "step", "start", "concurrency", "mcp", "sandbox", "server", "live"}
 
 // viewportPt is the viewport of every page, as a point for scaling.
 var viewportPt = actions.Pt(1280, 800)
@@ -189,6 +193,8 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 			err = r.mcpMemory(ctx)
 		case "sandbox":
 			err = r.sandbox(ctx)
+		case "live":
+			err = r.live(ctx)
 		case "server":
 			if o.Server == nil {
 				report(Figure{Section: "server", Name: "server", Note: "not measured: no server given"})

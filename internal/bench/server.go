@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,40 +76,15 @@ func measureServer(ctx context.Context, o ServerOptions, report func(Figure)) (e
 	}
 	defer b.Close(context.WithoutCancel(ctx))
 
-	dir, err := os.MkdirTemp("", "spotter-bench-server-")
+	var ts *timedStore
+	c, closeServer, err := startServer(ctx, b, func(st store.Store) store.Store {
+		ts = &timedStore{Store: st, stored: map[string]time.Time{}}
+		return ts
+	}, o.Logger)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	st, err := store.Open(ctx, filepath.Join(dir, "spotter.db"))
-	if err != nil {
-		return err
-	}
-	ts := &timedStore{Store: st, stored: map[string]time.Time{}}
-	defer st.Close()
-	srv, err := web.New(ctx, web.Config{
-		DataDir: dir, Token: benchToken, Store: ts, Logger: o.Logger,
-		NewDisplay: func(ctx context.Context, d session.DisplaySpec) (session.Display, error) {
-			return b.NewDisplay(ctx, cdp.DisplayConfig{Viewport: d.Size(), DPR: d.DPR})
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, srv.Close(context.WithoutCancel(ctx))) }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	serveCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, ln) }()
-	defer func() {
-		stop()
-		err = errors.Join(err, <-served)
-	}()
-	c := &apiClient{base: "http://" + ln.Addr().String(), http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
-	defer c.http.CloseIdleConnections()
+	defer func() { err = errors.Join(err, closeServer()) }()
 
 	id, err := c.executor(ctx, s.url(pageStatic))
 	if err != nil {
@@ -118,6 +94,63 @@ func measureServer(ctx context.Context, o ServerOptions, report func(Figure)) (e
 		return err
 	}
 	return fanOut(ctx, o, c, id, ts, report)
+}
+
+// startServer runs spotter serve's server (package web) on loopback, its
+// sessions' displays in b, its store the one wrap makes of a SQLite store
+// of its own, and returns a client of it with the benchmark's token and
+// what stops it all.
+func startServer(ctx context.Context, b *cdp.Browser, wrap func(store.Store) store.Store, log *slog.Logger) (c *apiClient, closeAll func() error, err error) {
+	var closers []func() error
+	closeAll = func() error {
+		var errs []error
+		for _, f := range slices.Backward(closers) {
+			errs = append(errs, f())
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, closeAll())
+		}
+	}()
+	dir, err := os.MkdirTemp("", "spotter-bench-server-")
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() error { return os.RemoveAll(dir) })
+	st, err := store.Open(ctx, filepath.Join(dir, "spotter.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, st.Close)
+	srv, err := web.New(ctx, web.Config{
+		DataDir: dir, Token: benchToken, Store: wrap(st), Logger: log,
+		NewDisplay: func(ctx context.Context, d session.DisplaySpec) (session.Display, error) {
+			return b.NewDisplay(ctx, cdp.DisplayConfig{Viewport: d.Size(), DPR: d.DPR})
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, func() error { return srv.Close(context.WithoutCancel(ctx)) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, ln) }()
+	closers = append(closers, func() error {
+		stop()
+		return <-served
+	})
+	c = &apiClient{base: "http://" + ln.Addr().String(), http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+	closers = append(closers, func() error {
+		c.http.CloseIdleConnections()
+		return nil
+	})
+	return c, closeAll, nil
 }
 
 // executorOverhead measures the executor API's round trip and the same

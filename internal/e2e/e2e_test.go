@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.Close(context.Background())
 	}
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 

@@ -6,10 +6,10 @@ package e2e
 // mcp`), and the client configurations of docs/MCP.md.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,10 +27,12 @@ import (
 // readmeCommands are the first screen's commands; the test fails if the
 // README stops saying them.
 var readmeCommands = []string{
-	"go install github.com/spotter-harness/spotter/cmd/spotter@latest",
-	"spotter run examples/demo-anthropic.yaml --out runs/demo",
-	"spotter serve",
-	"claude mcp add spotter -- spotter mcp --demo",
+	"git clone REPOSITORY-URL spotter",
+	"make demo",
+	"make test",
+	"bin/spotter run examples/demo-anthropic.yaml --out runs/demo",
+	"bin/spotter serve",
+	`claude mcp add spotter -- "$PWD/bin/spotter" mcp --demo`,
 }
 
 func TestReadmeFirstScreenSaysTheCommands(t *testing.T) {
@@ -45,6 +48,13 @@ func TestReadmeFirstScreenSaysTheCommands(t *testing.T) {
 	for _, c := range readmeCommands {
 		if !strings.Contains(first, "\n"+c+"\n") {
 			t.Errorf("README's quick start does not give the command %q on a line of its own", c)
+		}
+	}
+	// Nothing that cannot work before the module is published, and one
+	// name for the binary.
+	for _, bad := range []string{"\ngo install", "\nspotter "} {
+		if strings.Contains(first, bad) {
+			t.Errorf("README's quick start has a command line that starts with %q", strings.TrimPrefix(bad, "\n"))
 		}
 	}
 }
@@ -71,22 +81,39 @@ func TestMCPDocsConfigs(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"claude mcp add spotter -- spotter mcp", ".vscode/mcp.json", "~/.cursor/mcp.json",
-		"claude_desktop_config.json", "Authorization: Bearer", "go install github.com/spotter-harness/spotter/cmd/spotter@latest"} {
+		"claude_desktop_config.json", "Authorization: Bearer", "make build"} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("docs/MCP.md does not say %q", want)
 		}
 	}
 }
 
-// buildSpotter builds the spotter binary into a temporary directory.
+// The spotter binary, built once for the tests of this package that run
+// it, into a directory TestMain removes.
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// buildSpotter returns the spotter binary, building it on first use.
 func buildSpotter(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spotter")
-	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/spotter-harness/spotter/cmd/spotter").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "spotter-e2e-bin"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "spotter")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/spotter-harness/spotter/cmd/spotter").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return binPath
 }
 
 // TestReadmeFirstScreen runs the three commands of the README's first
@@ -120,36 +147,7 @@ func TestReadmeFirstScreen(t *testing.T) {
 	t.Run("a supervised session", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir())
-		cmd.Dir = t.TempDir()
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Signal(os.Interrupt)
-			cmd.Wait()
-		})
-		var base, token string
-		sc := bufio.NewScanner(stdout)
-		for (base == "" || token == "") && sc.Scan() {
-			line := sc.Text()
-			if u, ok := strings.CutPrefix(line, "spotter: listening on "); ok {
-				base = u
-			}
-			if tok, ok := strings.CutPrefix(line, "spotter: token "); ok {
-				token = tok
-			}
-		}
-		if base == "" || token == "" {
-			t.Fatalf("spotter serve printed no address and token; stderr:\n%s", stderr.String())
-		}
-		go io.Copy(io.Discard, stdout)
+		base, token, stderr := startServeBinary(t, bin)
 		// The panel's "Built-in demo", as the panel sends it.
 		body := `{"title": "demo", "messages": [{"role": "user", "content": "Check in Ada Lovelace"}],
 			"model": {"provider": "demo"}, "approvals": {"supervise": "none"}}`

@@ -499,10 +499,11 @@ func TestPanelTakeover(t *testing.T) {
 		const img = document.getElementById('live-img');
 		img.dataset.before = img.src;
 		const r = img.getBoundingClientRect();
-		const ix = %v * img.naturalWidth / %d, iy = %v * img.naturalHeight / %d;
-		return [r.left + ix * r.width / img.naturalWidth, r.top + iy * r.height / img.naturalHeight,
-		        ix, iy, img.naturalWidth / r.width];
-	})()`, c.X, shopViewport.W, c.Y, shopViewport.H)))
+		// A point of the session's screenshots (the live frame on show
+		// may be smaller), at the same fraction of the frame.
+		const ix = %v, iy = %v, w = %d, h = %d;
+		return [r.left + ix * r.width / w, r.top + iy * r.height / h, ix, iy, w / r.width];
+	})()`, c.X, c.Y, shopViewport.W, shopViewport.H)))
 	if err != nil || len(p) != 5 {
 		t.Fatalf("find the Buy button on the live view: %v %v\n%s", p, err, env.diagnose(t))
 	}

@@ -100,7 +100,7 @@ Promise.all(waits).then(() => { new Image().src = '/done'; });
 // target, and no browser process holds a secret in its environment.
 func TestServeNoneBrowserLeastPrivilege(t *testing.T) {
 	integration(t)
-	bin := buildSpotterForRun(t)
+	bin := buildSpotter(t)
 	target := newOriginRecorder(t, "")
 	targetPort := target.Listener.Addr().(*net.TCPAddr).Port
 	page := newBeaconSite(t)

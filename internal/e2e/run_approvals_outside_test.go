@@ -88,7 +88,7 @@ body{margin:0;font:18px sans-serif} a{position:absolute;left:40px;width:300px;he
 // script reaches it: the test can tell.
 func TestRunApprovalsRefuseOtherOrigin(t *testing.T) {
 	integration(t)
-	bin := buildSpotterForRun(t)
+	bin := buildSpotter(t)
 	for _, tt := range []struct {
 		name    string
 		flags   []string
@@ -189,19 +189,6 @@ model:
     - say: Done.
 `, site, strings.TrimPrefix(site, "http://")))
 	return task
-}
-
-// buildSpotterForRun builds cmd/spotter into a temporary directory.
-func buildSpotterForRun(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "spotter")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/spotter-harness/spotter/cmd/spotter")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("build spotter: %v\n%s", err, stderr.String())
-	}
-	return bin
 }
 
 func writeRunFile(t *testing.T, path, body string) {

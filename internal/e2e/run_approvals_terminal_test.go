@@ -86,7 +86,7 @@ func TestRunApprovalsAskOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("util-linux's script, which gives spotter a terminal, is missing: %v", err)
 	}
-	bin := buildSpotterForRun(t)
+	bin := buildSpotter(t)
 	for _, tt := range []struct {
 		name    string
 		answer  string

@@ -144,7 +144,7 @@ func TestSecretMatrixRun(t *testing.T) {
 		}
 	})
 	t.Run("binary", func(t *testing.T) {
-		bin := buildSpotterForRun(t)
+		bin := buildSpotter(t)
 		if _, err := exec.LookPath("script"); err != nil {
 			t.Fatalf("util-linux's script, which gives spotter a terminal, is missing: %v", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/spotter-harness/spotter/harness/cassette"
 	"github.com/spotter-harness/spotter/internal/runner"
 	"github.com/spotter-harness/spotter/internal/wiring"
+	"github.com/spotter-harness/spotter/internal/yamldoc"
 )
 
 // ErrTest marks a test file that cannot be run as written.
@@ -123,6 +124,18 @@ func hasKey(m *yaml.Node, k string) bool {
 // parse splits a test file into its QA keys and the task, which
 // runner.ParseIn reads (with its defaults and checks).
 func parse(b []byte, dir string) (Test, error) {
+	// The whole file first, so that an error names its place in it.
+	var shape struct {
+		Task      runner.Task `yaml:",inline"`
+		Checks    []Check     `yaml:"checks"`
+		VNC       *VNCSpec    `yaml:"vnc"`
+		Baselines string      `yaml:"baselines"`
+		Replay    string      `yaml:"replay"`
+		Threshold float64     `yaml:"replay_threshold"`
+	}
+	if err := yamldoc.Decode(b, &shape); err != nil {
+		return Test{}, fmt.Errorf("%w: %v", ErrTest, err)
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return Test{}, fmt.Errorf("%w: %v", ErrTest, err)
@@ -164,7 +177,7 @@ func parse(b []byte, dir string) (Test, error) {
 	if err != nil {
 		return Test{}, fmt.Errorf("%w: %v", ErrTest, err)
 	}
-	if t.Task, err = runner.ParseIn(tb, dir); err != nil {
+	if t.Task, err = runner.ParseTest(tb, dir); err != nil {
 		return Test{}, err
 	}
 	if t.VNC != nil && t.VNC.Addr == "" {

@@ -52,7 +52,9 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"two conditions", base + "checks: [{text: a, element: b}]\n", "exactly one"},
 		{"no condition", base + "checks: [{name: x}]\n", "exactly one"},
-		{"unknown check field", base + "checks: [{txt: a}]\n", "txt"},
+		{"unknown check field", base + "checks: [{text: a}, {txt: a}]\n", "checks[1].txt"},
+		{"a task field of the wrong kind", base + "max_steps: lots\n", `max_steps`},
+		{"a field of the model, by its path", base + "model: {turns: [{say: a}, {sya: b}]}\n", "model.turns[1].sya"},
 		{"bad regexp", base + "checks: [{url_match: \"(\"}]\n", "url_match"},
 		{"bad region name", base + "checks: [{region: {name: ../x, w: 5, h: 5}}]\n", "name"},
 		{"empty region", base + "checks: [{region: {name: a, w: 0, h: 5}}]\n", "region"},
@@ -67,6 +69,9 @@ func TestParseErrors(t *testing.T) {
 			_, err := parse([]byte(tt.yaml), ".")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("parse() error = %v, want it to mention %q", err, tt.want)
+			}
+			if err != nil && (strings.Contains(err.Error(), "qa.") || strings.Contains(err.Error(), "runner.") || strings.Contains(err.Error(), "\n")) {
+				t.Errorf("parse() error = %q: want one line naming no Go type", err)
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spotter-harness/spotter/approvals"
 	"github.com/spotter-harness/spotter/harness"
+	"github.com/spotter-harness/spotter/internal/yamldoc"
 )
 
 // ApprovalConfig puts an approvals.Gate in front of a run's actions, as
@@ -216,6 +217,10 @@ func LoadRules(path string) (approvals.Rules, error) {
 	r, err := approvals.Parse(b)
 	if err == nil {
 		return r, nil
+	}
+	var placed *yamldoc.Error
+	if errors.As(err, &placed) {
+		return approvals.Rules{}, fmt.Errorf("%s: %w", path, err) // it names its place
 	}
 	if line := faultLine(b); line > 0 {
 		return approvals.Rules{}, fmt.Errorf("%s:%d: %w", path, line, err)

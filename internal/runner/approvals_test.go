@@ -29,19 +29,19 @@ func TestLoadRules(t *testing.T) {
 		{"empty", "", ""},
 		{"the example", "", ""}, // read from examples/rules below
 		{"syntax", "supervise: flagged\nrules: [\n", "line 2"},
-		{"unknown field", "supervise: flagged\n\nsupervize: all\n", "line 3: field supervize not found"},
+		{"unknown field", "supervise: flagged\n\nsupervize: all\n", "approval rules: supervize (line 3): unknown field"},
 		{"bad supervise", "timeout: 1m\nsupervise: sometimes\n", ":2: approval rules: supervise \"sometimes\""},
 		{"unknown rule in disable", "disable:\n  - send\n  - shout\n", ":3: approval rules: disable: unknown rule \"shout\""},
 		{"bad regexp in the second rule", "rules:\n  - name: a\n    reason: r\n    kinds: [click]\n" +
 			"  - name: b\n    reason: r\n    url: [\"(\"]\n", ":5: approval rules: rules[1]: b: url[0]"},
 		{"unknown kind", "hosts: [example.com]\nrules:\n  - name: a\n    reason: r\n    kinds: [clack]\n",
-			":3: approval rules: invalid action: unknown action kind \"clack\""},
+			"approval rules: rules[0].kinds[0] (line 5): invalid action: unknown action kind \"clack\""},
 		{"duplicate rule names", "rules:\n  - {name: a, reason: r, kinds: [click]}\n  - {name: a, reason: r, kinds: [type]}\n",
 			":3: approval rules: rules[1]: name \"a\" is already used"},
 		{"a rule named like a region", "regions:\n  - {name: top, x: 0, y: 0, w: 10, h: 10}\nrules:\n" +
 			"  - {name: top, reason: r, kinds: [click]}\n", ":4: approval rules: rules[0]: name \"top\" is already used"},
 		{"bad host", "keys: [\"ctrl+s\"]\nhosts:\n  - example.com\n  - \"http://x\"\n", ":4: approval rules: hosts: host pattern"},
-		{"not a mapping", "- supervise\n", "line 1: cannot unmarshal"},
+		{"not a mapping", "- supervise\n", "approval rules: line 1: want a mapping of fields"},
 	}
 	dir := t.TempDir()
 	for _, tt := range tests {

@@ -44,7 +44,11 @@ func Open(ctx context.Context, t Task, startURL string, policy actions.Policy, o
 	s := &Surroundings{}
 	req := DisplayRequest(t, startURL, policy, o, note, log)
 	if noted := req.OnDecision; noted != nil { // in a sandbox: count its decisions too
-		s.state = &SandboxState{Backend: o.Sandboxes.Backend(), Egress: req.Egress}
+		backend := o.Sandboxes.Backend()
+		if !t.Display.Sandboxed(backend) {
+			backend = isolate.Local // behind a proxy of its own on the host (Sandboxes.Behind)
+		}
+		s.state = &SandboxState{Backend: backend, Egress: req.Egress}
 		req.OnDecision = func(d egress.Decision) {
 			s.mu.Lock()
 			if d.Allowed {
@@ -84,7 +88,7 @@ func DisplayRequest(t Task, startURL string, policy actions.Policy, o Options, n
 	if o.Sandboxes == nil || o.Sandboxes.Backend() == isolate.Local {
 		req.Shared = o.Shared // a containerd sandbox runs a browser of its own
 	}
-	if o.Sandboxes != nil && t.Display.Sandboxed(o.Sandboxes.Backend()) {
+	if o.Sandboxes != nil && o.Sandboxes.Behind(t.Display) {
 		req.Sandbox = isolate.Config{Name: t.Name, MemoryMiB: o.MemoryMiB, Logger: log}
 		req.Egress = wiring.EgressFor(policy.Hosts, startURL)
 		req.OnDecision = func(d egress.Decision) { note(decisionNote(d)) }

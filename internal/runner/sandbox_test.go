@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/spotter-harness/spotter/internal/stats"
 	"github.com/spotter-harness/spotter/internal/wiring"
 	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/isolate/containerd"
 	"github.com/spotter-harness/spotter/isolate/egress"
 	"github.com/spotter-harness/spotter/isolate/isolatetest"
 	"github.com/spotter-harness/spotter/screen"
@@ -84,22 +86,7 @@ func TestSandboxedEgressRefusal(t *testing.T) {
 	sbx := sandboxesFor(t, isolate.Containerd)
 	start := isolatetest.NewPage(t, isolatetest.Blue)
 	other := isolatetest.NewPage(t, isolatetest.Red)
-	task, err := Parse(fmt.Appendf(nil, `
-name: refused
-task: Visit the other server.
-start_url: %s/
-display: {width: 640, height: 400}
-policy: {allow: [navigate, wait], hosts: ["*"]}
-model:
-  provider: script
-  strict: false
-  turns:
-    - actions: [{type: navigate, url: "%s/"}]
-    - say: Done.
-`, start.URL, other.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := visitOther(t, "refused", "", start.URL, other.URL)
 	out := filepath.Join(t.TempDir(), "run")
 	res, err := Run(t.Context(), task, Options{Out: out, Sandboxes: sbx, Logger: isolatetest.Logger()})
 	if err != nil {
@@ -260,4 +247,69 @@ model:
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Errorf("eight sandboxed runs took longer than 90 s")
 	}
+}
+
+// TestPlaywrightUnderAutoIsolation: a launched Playwright browser cannot
+// run in a containerd sandbox. When --isolate auto chose containerd, it
+// runs on the host behind an egress proxy with the task's allowlist, and
+// the trace says so; the proxy still keeps it from a server it does not
+// name. When containerd was asked for by name, the task is refused, in
+// words.
+func TestPlaywrightUnderAutoIsolation(t *testing.T) {
+	isolatetest.Integration(t)
+	start := isolatetest.NewPage(t, isolatetest.Blue)
+	other := isolatetest.NewPage(t, isolatetest.Red)
+	task := visitOther(t, "playwright-auto", "backend: playwright, ", start.URL, other.URL)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	auto, err := wiring.NewSandboxes(ctx, wiring.SandboxConfig{Backend: isolate.Containerd, Auto: true, Logger: isolatetest.Logger(),
+		Containerd: containerd.Config{Socket: isolatetest.Socket(t), Agent: os.Args[0], AgentArgs: []string{"agent"}}})
+	cancel()
+	if err != nil {
+		t.Fatalf("NewSandboxes(containerd, auto) = %v", err)
+	}
+	defer auto.Close(context.Background())
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := Run(t.Context(), task, Options{Out: out, Sandboxes: auto, Logger: isolatetest.Logger()})
+	if err != nil {
+		t.Fatalf("Run(playwright, auto isolation) = %v", err)
+	}
+	if res.Sandbox == nil || res.Sandbox.Backend != isolate.Local || res.Sandbox.Refused == 0 {
+		t.Errorf("sandbox state = %+v, want the host's proxy (local) with the refused request", res.Sandbox)
+	}
+	if start.Hits.Load() == 0 || other.Hits.Load() != 0 {
+		t.Errorf("the start page got %d requests and the server not allowed %d; want some and none", start.Hits.Load(), other.Hits.Load())
+	}
+	if ns := notes(t, out); !hasNote(ns, "launches its browser on this host, behind an egress proxy") {
+		t.Errorf("trace notes = %q, want the note that the browser runs on the host", ns)
+	}
+
+	_, err = Run(t.Context(), task, Options{Out: filepath.Join(t.TempDir(), "named"), Sandboxes: sandboxesFor(t, isolate.Containerd), Logger: isolatetest.Logger()})
+	if !errors.Is(err, wiring.ErrSpec) || !strings.Contains(err.Error(), "not in a containerd sandbox") {
+		t.Errorf("Run(playwright, --isolate containerd) = %v, want it refused in words", err)
+	}
+}
+
+// visitOther is a task named name that starts at start and navigates to
+// other, on a 640x400 display with more display settings (a YAML flow
+// map's members, each followed by ", ").
+func visitOther(t *testing.T, name, display, start, other string) Task {
+	t.Helper()
+	task, err := Parse(fmt.Appendf(nil, `
+name: %s
+task: Visit the other server.
+start_url: %s/
+display: {%swidth: 640, height: 400}
+policy: {allow: [navigate, wait], hosts: ["*"]}
+model:
+  provider: script
+  strict: false
+  turns:
+    - actions: [{type: navigate, url: "%s/"}]
+    - say: Done.
+`, name, start, display, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
 }

@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/spotter-harness/spotter/actions"
 	"github.com/spotter-harness/spotter/harness/ctxpolicy"
+	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/internal/wiring"
+	"github.com/spotter-harness/spotter/internal/yamldoc"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -80,8 +80,16 @@ func Load(path string) (Task, error) {
 
 // ParseIn is Parse for a task that lives in dir: it reads the task's
 // policy_file and makes its cassette path absolute, both relative to dir.
-func ParseIn(b []byte, dir string) (Task, error) {
-	t, err := Parse(b)
+func ParseIn(b []byte, dir string) (Task, error) { return parseIn(b, dir, true) }
+
+// ParseTest is ParseIn for a task of `spotter test`, whose script actions
+// may name their element (target: "Check in") instead of coordinates:
+// package qa resolves them while the test runs, so the script's actions
+// are not decoded here.
+func ParseTest(b []byte, dir string) (Task, error) { return parseIn(b, dir, false) }
+
+func parseIn(b []byte, dir string, scripted bool) (Task, error) {
+	t, err := parse(b, scripted)
 	if err != nil {
 		return Task{}, err
 	}
@@ -104,16 +112,34 @@ func ParseIn(b []byte, dir string) (Task, error) {
 
 // Parse decodes a task from YAML (or JSON, which is YAML too), rejecting
 // unknown fields, and fills in defaults.
-func Parse(b []byte) (Task, error) {
+func Parse(b []byte) (Task, error) { return parse(b, true) }
+
+// parse is Parse; scripted says whether a script model's actions are
+// decoded as the model will.
+func parse(b []byte, scripted bool) (Task, error) {
 	var t Task
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&t); err != nil {
+	if err := yamldoc.Decode(b, &t); err != nil {
 		return Task{}, fmt.Errorf("%w: %v", ErrTask, err)
 	}
 	t.defaults()
-	return t, t.check()
+	if err := t.check(); err != nil {
+		return Task{}, err
+	}
+	if scripted {
+		if err := script.Check(t.Model.Turns); err != nil {
+			return Task{}, fmt.Errorf("%w: model.%v", ErrTask, err)
+		}
+	}
+	return t, nil
 }
+
+// MinTimeout and MaxTimeout bound a task's timeout: less than a second
+// cannot start a browser, and a run is not left alone for more than a
+// day.
+const (
+	MinTimeout = time.Second
+	MaxTimeout = 24 * time.Hour
+)
 
 func (t *Task) defaults() {
 	t.Display.Defaults()
@@ -157,6 +183,10 @@ func (t *Task) check() error {
 		return bad("start_url is required")
 	case t.MaxSteps < 0 || t.MaxSteps > 1000:
 		return bad("max_steps %d is outside 1..1000", t.MaxSteps)
+	case t.Timeout < 0:
+		return bad("timeout %v is negative", t.Timeout)
+	case t.Timeout < MinTimeout || t.Timeout > MaxTimeout:
+		return bad("timeout %v is outside %v..%v", t.Timeout, MinTimeout, MaxTimeout)
 	case t.Model.Provider == "":
 		return bad("model.provider is required (one of %v)", wiring.Providers)
 	case !slices.Contains(wiring.Providers, t.Model.Provider):
@@ -168,6 +198,9 @@ func (t *Task) check() error {
 	}
 	if err := t.Model.Context.Check(); err != nil {
 		return bad("model.%v", err)
+	}
+	if err := t.Policy.Validate(); err != nil {
+		return bad("policy: %v", err)
 	}
 	if t.Image.Width > 0 {
 		// The image must keep the viewport's aspect, or clicks drift on one axis.

@@ -48,6 +48,17 @@ func TestParseErrors(t *testing.T) {
 		{"context chunk", "task: t\nstart_url: about:blank\nmodel: {provider: gemini, context: {chunk: -1}}\n", "chunk -1"},
 		{"context field", "task: t\nstart_url: about:blank\nmodel: {provider: openai, context: {kept: 2}}\n", "kept"},
 		{"context for a script", "task: t\nstart_url: about:blank\nmodel: {turns: [{say: hi}], context: {keep: 2}}\n", "script"},
+		{"negative timeout", minimal + "timeout: -5s\n", "timeout -5s is negative"},
+		{"timeout too short", minimal + "timeout: 1ms\n", "timeout 1ms is outside 1s..24h0m0s"},
+		{"timeout too long", minimal + "timeout: 9000h\n", "timeout 9000h0m0s is outside 1s..24h0m0s"},
+		{"timeout without a unit", minimal + "timeout: 30\n", `timeout (line 5): want a duration such as 90s, 5m or 1h30m, got "30"`},
+		{"a policy host no host matches", minimal + "policy: {hosts: [example.com, 'http://x']}\n", `policy: hosts[1]: host pattern "http://x"`},
+		{"a wildcard port", minimal + "policy: {hosts: ['*:*']}\n", `policy: hosts[0]: host pattern "*:*"`},
+		{"a zone", minimal + "policy: {hosts: ['[::1%eth0]']}\n", `has a zone`},
+		{"a script action's field, by its path", "task: t\nstart_url: about:blank\nmodel:\n  turns:\n    - say: a\n    - say: b\n" +
+			"    - actions: [{type: click, x: abc, y: 1}]\n", `model.turns[2].actions[0]: click: "x" must be a number, got a string`},
+		{"a field of a turn, by its path", "task: t\nstart_url: about:blank\nmodel:\n  turns:\n    - say: a\n    - sya: b\n",
+			"model.turns[1].sya (line 6): unknown field; the fields here are actions, calls, expect_error, frame, say"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +134,7 @@ func TestParseDisplayBackends(t *testing.T) {
 		{"unknown backend", "display: {backend: rdp}\nstart_url: about:blank", "display.backend \"rdp\""},
 		{"vnc without address", "display: {backend: vnc}", "display.address is required"},
 		{"desktop with a page", "display: {backend: desktop}\nstart_url: https://example.com/", "no browser to open it"},
-		{"password in the file", "display: {backend: vnc, address: \"h:5900\", password: x}", "field password not found"},
+		{"password in the file", "display: {backend: vnc, address: \"h:5900\", password: x}", "display.password (line 2): unknown field"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte("task: t\n" + tt.yaml + "\nmodel: {turns: [{say: hi}]}\n"))

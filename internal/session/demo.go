@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/spotter-harness/spotter/harness/openai"
 	"github.com/spotter-harness/spotter/harness/script"
 	"github.com/spotter-harness/spotter/internal/demo"
 )
@@ -18,10 +17,11 @@ const (
 	// ProviderScript replays ModelSpec.Turns, written in advance as OpenAI
 	// computer actions in the pixels of the session's screenshots.
 	ProviderScript = "script"
-	// ProviderDemo replays the built-in demo: a recorded Claude session on
-	// the built-in demo app, decoded by the real Anthropic adapter. Its
+	// ProviderDemo replays the built-in demo: a hand-written replay of
+	// Claude's answers, in the Messages API's response format, on the
+	// built-in demo app, decoded by the real Anthropic adapter. Its
 	// start_url defaults to DemoScheme's front page; its display must be
-	// the recording's 1280x800.
+	// the replay's 1280x800.
 	ProviderDemo = "demo"
 )
 
@@ -64,22 +64,14 @@ func (s *Spec) builtin(kind string) error {
 		if len(s.Tools) > 0 {
 			return bad("a script model cannot call application-side tools")
 		}
-		for i, t := range m.Turns {
-			batches := t.Calls
-			if len(t.Actions) > 0 {
-				batches = append([]script.Batch{t.Actions}, batches...)
-			}
-			for j, b := range batches {
-				if _, err := openai.DecodeActions([]byte(b)); err != nil {
-					return bad("model.turns[%d], batch %d: %v", i, j, err)
-				}
-			}
+		if err := script.Check(m.Turns); err != nil {
+			return bad("model.%v", err)
 		}
 	case len(m.Turns) > 0:
 		return bad("model.turns are for the script provider, not %q", m.Provider)
 	case m.Provider == ProviderDemo && kind == KindAgent:
 		if len(s.Tools) > 0 || m.Name != "" || m.BaseURL != "" {
-			return bad("the built-in demo replays a recording of %s on the demo app: it takes no tools, model name or base_url", DemoModelName)
+			return bad("the built-in demo replays %s's answers, written by hand, on the demo app: it takes no tools, model name or base_url", DemoModelName)
 		}
 		if s.StartURL == "" {
 			s.StartURL = DemoScheme + "/"

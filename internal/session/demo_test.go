@@ -64,7 +64,7 @@ func TestBuiltinModels(t *testing.T) {
 
 	for _, tt := range []struct{ name, spec, want string }{
 		{"script without turns", `{"model": {"provider": "script"}}`, "needs turns"},
-		{"script with a bad action", `{"model": {"provider": "script", "turns": [{"actions": [{"type": "click", "x": 1}]}]}}`, `model.turns[0], batch 0: invalid action: actions[0]: click: missing "y"`},
+		{"script with a bad action", `{"model": {"provider": "script", "turns": [{"actions": [{"type": "click", "x": 1}]}]}}`, `model.turns[0].actions[0]: click: missing "y"`},
 		{"script with tools", `{"tools": [{"name": "t"}], "model": {"provider": "script", "turns": [{"say": "x"}]}}`, "application-side tools"},
 		{"turns for another provider", `{"model": {"provider": "anthropic", "turns": [{"say": "x"}]}}`, "for the script provider"},
 		{"demo with a model name", `{"model": {"provider": "demo", "name": "gpt-5"}}`, "no tools, model name or base_url"},

@@ -79,6 +79,7 @@ func (s *Session) openDisplay(ctx context.Context) error {
 	s.mu.Lock()
 	s.disp = g
 	s.mu.Unlock()
+	s.live.displayChanged()
 	return nil
 }
 
@@ -134,6 +135,7 @@ func (s *Session) closeDisplay(ctx context.Context) error {
 	g := s.disp
 	s.disp = nil
 	s.mu.Unlock()
+	s.live.displayChanged()
 	defer s.giveBack()
 	if g == nil {
 		return nil
@@ -256,6 +258,7 @@ func (g *guard) capture(ctx context.Context, o screen.CaptureOptions, loop bool)
 		shot.Events = append(shot.Events, note)
 	}
 	g.last, g.hasLst = shot, true
+	g.s.live.offer(liveShot(shot))
 	return shot, nil
 }
 
@@ -326,6 +329,7 @@ func (g *guard) relaunch(ctx context.Context, dead Display, err error) (string, 
 	g.relaunches = append(g.relaunches, now)
 	g.mu.Unlock()
 	wiring.Relaunched(wiring.RelaunchOK)
+	g.s.live.displayChanged()
 	url := g.s.Record().URL
 	if url == "" {
 		url = g.s.spec.StartURL

@@ -90,6 +90,9 @@ type DecidedEvent struct {
 type TurnStopEvent struct {
 	StopReason string `json:"stopReason"`
 	Error      string `json:"error,omitempty"`
+	// Report is the path of the report of the run that ended
+	// (GET /session/:id/report/:run), when the run wrote a trace.
+	Report string `json:"report,omitempty"`
 }
 
 // maxCachedEvents is how many of a session's latest events are kept in
@@ -122,7 +125,9 @@ func (s *Session) emitTo(b *batch, typ string, data any) {
 		s.log.Error("encode event", "type", typ, "err", err)
 		return
 	}
-	e := &store.Event{Session: s.id, Type: typ, Data: d, Time: time.Now().UTC()}
+	// The store keeps microseconds: a stream replayed from it says the
+	// same time as the live one.
+	e := &store.Event{Session: s.id, Type: typ, Data: d, Time: time.Now().UTC().Truncate(time.Microsecond)}
 	b.AppendEvent(e)
 	b.events = append(b.events, e)
 }

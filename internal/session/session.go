@@ -522,6 +522,7 @@ type Session struct {
 	shots *trace.Writer
 
 	dispMu sync.Mutex // serializes opening the display
+	live   liveHub    // the live view's watchers (live.go)
 
 	mu         sync.Mutex
 	rec        store.Session
@@ -829,12 +830,12 @@ func (s *Session) nextRun() string {
 // run drives the harness loop for one run of the session.
 func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Resume) {
 	if err := s.openDisplay(ctx); err != nil {
-		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()})
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()}, "")
 		return
 	}
 	tw, err := trace.Create(filepath.Join(s.dir, dir))
 	if err != nil {
-		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()})
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()}, "")
 		return
 	}
 	s.mu.Lock()
@@ -846,7 +847,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	s.mu.Unlock()
 	if disp == nil { // stopped while it opened
 		_ = tw.Close()
-		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: "the display was closed"})
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: "the display was closed"}, "")
 		return
 	}
 	// The rules and the secret decisions inspect whichever display is
@@ -854,7 +855,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 	approver, err := s.m.Approver(s.id, s.rules, s.spec.Policy.Hosts, disp.dom())
 	if err != nil {
 		_ = tw.Close()
-		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()})
+		s.finish(ctx, harness.Outcome{Stop: harness.StopError, Err: err.Error()}, "")
 		return
 	}
 	cfg := harness.Config{
@@ -907,7 +908,7 @@ func (s *Session) run(ctx context.Context, dir, task string, resume *harness.Res
 			s.log.WarnContext(ctx, "close display", "err", err)
 		}
 	}
-	s.finish(ctx, out)
+	s.finish(ctx, out, dir)
 }
 
 // inspector returns d as the executor's Inspector when it has a DOM, or
@@ -927,9 +928,10 @@ func (s *Session) Busy() bool {
 	return s.running
 }
 
-// finish records how a run ended and emits its turn_stop. A run cancelled
+// finish records how a run ended and emits its turn_stop, with the link
+// to the report of the run's trace dir, if it wrote one. A run cancelled
 // by the server's shutdown records nothing, so that it resumes.
-func (s *Session) finish(ctx context.Context, out harness.Outcome) {
+func (s *Session) finish(ctx context.Context, out harness.Outcome, dir string) {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, errShutdown) {
 		return
@@ -944,7 +946,7 @@ func (s *Session) finish(ctx context.Context, out harness.Outcome) {
 	if out.Err != "" {
 		s.log.WarnContext(ctx, "run ended", "stop", out.Stop, "err", out.Err)
 	}
-	stop := TurnStopEvent{Error: s.m.scrub(out.Err)}
+	stop := TurnStopEvent{Error: s.m.scrub(out.Err), Report: s.reportURL(dir)}
 	switch out.Stop {
 	case harness.StopEndTurn, harness.StopRefusal, harness.StopPause:
 		stop.StopReason = StopEndTurn

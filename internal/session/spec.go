@@ -204,6 +204,9 @@ func (s *Spec) defaults(kind string) error {
 		}
 		s.Policy = &p
 	}
+	if err := s.Policy.Validate(); err != nil {
+		return bad("policy: %v", err)
+	}
 	names := map[string]bool{}
 	for _, t := range s.Tools {
 		if t.Name == "" || names[t.Name] {

@@ -30,9 +30,10 @@ func starter(req DisplayRequest) (func(context.Context, DisplayRequest) (inner, 
 	case Desktop:
 		return startDesktop, nil
 	case Playwright:
-		if req.Sandboxes != nil && req.Sandboxes.Backend() == isolate.Containerd && req.Display.WSEndpoint == "" {
+		if req.Sandboxes != nil && req.Sandboxes.Backend() == isolate.Containerd && req.Display.WSEndpoint == "" &&
+			!req.Sandboxes.fallsBack(req.Display) {
 			return nil, bad("display.backend playwright runs its browser on the host, not in a containerd sandbox: " +
-				"use --isolate local or none, or a remote browser server (display.ws_endpoint)")
+				"use --isolate auto, local or none, or a remote browser server (display.ws_endpoint)")
 		}
 		return startPlaywright, nil
 	}
@@ -160,7 +161,7 @@ func startPlaywright(ctx context.Context, req DisplayRequest) (inner, isolate.Sa
 	d, err := playwright.Open(ctx, cfg)
 	if err != nil {
 		if cfg.WSEndpoint != "" {
-			return nil, nil, fmt.Errorf("connect to the Playwright server at %s: %w (%w)", cfg.WSEndpoint, ErrConnect, err)
+			return nil, nil, connectError(cfg.WSEndpoint, err)
 		}
 		err = fmt.Errorf("open a Playwright browser: %w", err)
 		if sb != nil {
@@ -172,6 +173,18 @@ func startPlaywright(ctx context.Context, req DisplayRequest) (inner, isolate.Sa
 		return d, sb, nil
 	}
 	return d, nil, nil
+}
+
+// connectError says why the Playwright server at endpoint took no
+// connection: a server of another version is the spec's mistake, said
+// with both versions (ErrSpec); anything else is a server that did not
+// answer (ErrConnect).
+func connectError(endpoint string, err error) error {
+	var ve *playwright.VersionError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("%w: display.ws_endpoint: %v", ErrSpec, ve)
+	}
+	return fmt.Errorf("connect to the Playwright server at %s: %w (%w)", endpoint, ErrConnect, err)
 }
 
 // vncDisplay is a VNC connection, and the desktop it stops when it is

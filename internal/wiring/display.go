@@ -49,6 +49,12 @@ type SandboxConfig struct {
 	Warm int
 	// Logger receives the sandboxes' diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// Auto says that Backend was chosen for the caller (--isolate auto):
+	// a display that a sandbox of Backend cannot hold (a launched
+	// Playwright browser in containerd) then runs where it can, on the
+	// host behind an egress proxy of the same allowlist, with a note,
+	// instead of being refused.
+	Auto bool
 }
 
 // Sandboxes starts the sandboxes of many runs, of one backend. With
@@ -93,6 +99,25 @@ func NewSandboxes(ctx context.Context, cfg SandboxConfig) (*Sandboxes, error) {
 
 // Backend returns the backend the sandboxes run on.
 func (s *Sandboxes) Backend() isolate.Backend { return s.cfg.Backend }
+
+// Behind reports whether a display of spec d runs behind the egress proxy
+// of one of these sandboxes: in a sandbox (DisplaySpec.Sandboxed), or, for
+// a launched Playwright browser that containerd cannot hold, under Auto, on
+// the host behind a proxy of its own.
+func (s *Sandboxes) Behind(d DisplaySpec) bool {
+	return d.Sandboxed(s.Backend()) || s.fallsBack(d)
+}
+
+// fallsBack reports whether a display of spec d, which these sandboxes
+// cannot hold, runs on the host behind an egress proxy instead (Auto).
+func (s *Sandboxes) fallsBack(d DisplaySpec) bool {
+	return s.cfg.Auto && s.Backend() == isolate.Containerd && d.Backend == Playwright && d.WSEndpoint == ""
+}
+
+// playwrightOnHost is the note of a Playwright display that --isolate auto
+// runs on the host.
+const playwrightOnHost = "display.backend playwright launches its browser on this host, behind an egress proxy with the " +
+	"task's allowlist: a containerd sandbox (which --isolate auto chose) cannot hold a Playwright browser"
 
 // Start starts one session's sandbox, with the limits of SandboxConfig
 // where cfg has none. The caller must close it.
@@ -274,8 +299,10 @@ type OpenedDisplay struct {
 	opened    time.Time
 	// start starts a display and its sandbox; tests replace it.
 	start func(ctx context.Context, req DisplayRequest) (inner, isolate.Sandbox, error)
-	// current is disp, for Dialog, which must not wait for a Perform.
+	// current is disp, for Dialog and Watch, which must not wait for a
+	// Perform; swaps tells a watch that it changed (live.go).
 	current atomic.Pointer[innerRef]
+	swaps   swaps
 }
 
 // innerRef holds the current inner display for OpenedDisplay.Dialog.
@@ -306,6 +333,10 @@ func OpenDisplay(ctx context.Context, req DisplayRequest) (Display, error) {
 	d, err := openDisplay(ctx, req, start)
 	if err != nil {
 		return nil, err
+	}
+	if req.Sandboxes != nil && req.Sandboxes.fallsBack(req.Display) {
+		req.Logger.Info(playwrightOnHost)
+		d.note(playwrightOnHost)
 	}
 	if req.Display.Browser() {
 		return &BrowserDisplay{d}, nil
@@ -416,6 +447,7 @@ func (d *OpenedDisplay) open(ctx context.Context) error {
 	}
 	d.sb, d.disp = sb, disp
 	d.current.Store(&innerRef{disp})
+	d.swaps.swap(false)
 	return nil
 }
 
@@ -559,6 +591,7 @@ func (d *OpenedDisplay) closeInner(ctx context.Context) error {
 	}
 	d.disp, d.sb = nil, nil
 	d.current.Store(nil)
+	d.swaps.swap(d.closed)
 	return errors.Join(errs...)
 }
 

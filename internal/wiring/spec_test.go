@@ -3,10 +3,12 @@ package wiring
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/spotter-harness/spotter/isolate"
+	"github.com/spotter-harness/spotter/screen/playwright"
 )
 
 // A display spec is checked at load time, with words that say what to
@@ -111,5 +113,21 @@ func TestSandboxed(t *testing.T) {
 		if got := tt.d.Sandboxed(tt.b); got != tt.want {
 			t.Errorf("%+v.Sandboxed(%s) = %v, want %v", tt.d, tt.b, got, tt.want)
 		}
+	}
+}
+
+// A Playwright server of another version is the spec's mistake, said with
+// both versions (ErrSpec: serve answers 400 with it); a server that does
+// not answer is ErrConnect.
+func TestPlaywrightConnectErrors(t *testing.T) {
+	ve := fmt.Errorf("connect to playwright server ws://grid:3000/x: %w", &playwright.VersionError{Server: "1.50", Client: "1.52"})
+	err := connectError("ws://grid:3000/x", ve)
+	if !errors.Is(err, ErrSpec) || errors.Is(err, ErrConnect) ||
+		!strings.Contains(err.Error(), "display.ws_endpoint: the Playwright server runs Playwright 1.50 and Spotter's client is Playwright 1.52") {
+		t.Errorf("connectError(version) = %v, want ErrSpec naming both versions", err)
+	}
+	err = connectError("ws://grid:3000/x", errors.New("dial tcp: connection refused"))
+	if !errors.Is(err, ErrConnect) || errors.Is(err, ErrSpec) {
+		t.Errorf("connectError(refused) = %v, want ErrConnect", err)
 	}
 }

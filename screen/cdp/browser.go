@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/spotter-harness/spotter/internal/chromeflags"
 	"github.com/spotter-harness/spotter/screen"
 )
 
@@ -286,7 +287,11 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err := (DisplayConfig{}).withDefaults(cfg).validate(); err != nil {
 		return nil, fmt.Errorf("launch chromium: %w", err)
 	}
-	flags, err := parseFlags(cfg.Flags)
+	// cfg.Flags come after CommandLine (which has none of the browser's
+	// own traffic); their --disable-features join CommandLine's, since
+	// Chromium reads only one.
+	rest, disabled := chromeflags.SplitFeatures(cfg.Flags)
+	flags, err := parseFlags(rest)
 	if err != nil {
 		return nil, fmt.Errorf("launch chromium: %w", err)
 	}
@@ -294,7 +299,7 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
-	common, err := parseFlags(CommandLine(mode))
+	common, err := parseFlags(CommandLine(mode, disabled...))
 	if err != nil {
 		return nil, fmt.Errorf("launch chromium: %w", err)
 	}
@@ -310,7 +315,7 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	// The browser outlives ctx, so its contexts derive from one that is
 	// never canceled by the caller.
 	actx, acancel := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
-	bctx, bcancel := chromedp.NewContext(actx,
+	bctx, cancelOnce := chromedp.NewContext(actx,
 		chromedp.WithLogf(func(format string, args ...any) {
 			log.Debug(fmt.Sprintf(format, args...))
 		}),
@@ -318,6 +323,10 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 			log.Warn(fmt.Sprintf(format, args...))
 		}),
 	)
+	// chromedp's cancel function waits for the browser's allocation to
+	// end; called a second time after an allocation that never began (a
+	// context already done), it waits for good. It is called once.
+	bcancel := sync.OnceFunc(cancelOnce)
 	b := &Browser{cfg: cfg, log: log, path: path, mode: mode, ctx: bctx, cancel: bcancel, allocCancel: acancel}
 
 	// The first call on bctx starts the process and binds it to bctx, so it

@@ -171,6 +171,7 @@ func (d *Display) shot(req captureReq, data []byte, sent screen.Size, format scr
 		},
 		Data:   data,
 		Events: events,
+		Log:    d.plog.take(),
 	}
 }
 

@@ -41,7 +41,7 @@ func Connect(ctx context.Context, dial func(context.Context) (net.Conn, error), 
 	log := cfg.Logger.With(logKeyComponent, "chromium", logKeyMode, mode.String())
 	alloc := &connAllocator{dial: dial}
 	actx, acancel := chromedp.NewAllocatorContext(context.WithoutCancel(ctx), alloc)
-	bctx, bcancel := chromedp.NewContext(actx,
+	bctx, cancelOnce := chromedp.NewContext(actx,
 		chromedp.WithLogf(func(format string, args ...any) {
 			log.Debug(fmt.Sprintf(format, args...))
 		}),
@@ -49,6 +49,10 @@ func Connect(ctx context.Context, dial func(context.Context) (net.Conn, error), 
 			log.Warn(fmt.Sprintf(format, args...))
 		}),
 	)
+	// chromedp's cancel function waits for the browser's allocation to
+	// end; called a second time after an allocation that never began (a
+	// context already done), it waits for good. It is called once.
+	bcancel := sync.OnceFunc(cancelOnce)
 	b := &Browser{cfg: cfg, log: log, path: "connection", mode: mode, ctx: bctx, cancel: bcancel, allocCancel: acancel}
 
 	// The first call on bctx dials and binds the connection to bctx; it

@@ -158,3 +158,53 @@ func testConnectPipe(t *testing.T, mode Mode) {
 		t.Errorf("Browser.Close() after the browser was killed = %v", err)
 	}
 }
+
+// Launch and Connect with a context that is already done (a task whose
+// timeout is negative) fail at once with the context's error. Before,
+// they canceled the browser's chromedp context twice, and the second
+// cancel waited for good on an allocation that never began: the process
+// hung, SIGTERM included. Each try is bounded by a context of its own.
+func TestLaunchAndConnectWithDoneContext(t *testing.T) {
+	integration(t)
+	starts := map[string]func(context.Context) error{
+		"launch": func(ctx context.Context) error {
+			b, err := Launch(ctx, Config{Logger: testLogger()})
+			if err == nil {
+				b.Close(context.Background())
+			}
+			return err
+		},
+		"connect": func(ctx context.Context) error {
+			ours, theirs := net.Pipe()
+			defer theirs.Close()
+			go io.Copy(io.Discard, theirs)
+			b, err := Connect(ctx, func(context.Context) (net.Conn, error) { return ours, nil }, Config{Logger: testLogger()})
+			if err == nil {
+				b.Close(context.Background())
+			}
+			return err
+		},
+	}
+	for name, start := range starts {
+		t.Run(name, func(t *testing.T) {
+			// The select in Launch and Connect picks at random between
+			// the browser's answer and the context's end: several tries.
+			for range 5 {
+				ctx, cancel := context.WithTimeout(t.Context(), -time.Second)
+				done := make(chan error, 1)
+				go func() { done <- start(ctx) }()
+				bound, stop := context.WithTimeout(t.Context(), 30*time.Second)
+				select {
+				case err := <-done:
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("%s with an expired context = %v, want DeadlineExceeded", name, err)
+					}
+				case <-bound.Done():
+					t.Fatalf("%s with an expired context did not return within 30s", name)
+				}
+				stop()
+				cancel()
+			}
+		})
+	}
+}

@@ -57,6 +57,10 @@ type Display struct {
 	notes notes        // display-level notes for the model: tabs, downloads
 
 	dl downloads // the display's downloads
+	// plog gathers every tab's console messages and requests for the
+	// next capture (pagelog.go); live is the live view (live.go).
+	plog pageLog
+	live live
 
 	refs axtext.Refs // the element references of Snapshot, for Locate
 
@@ -116,7 +120,7 @@ func (b *Browser) NewDisplay(ctx context.Context, cfg DisplayConfig) (*Display, 
 	}
 	d.state = d.newState()
 	frames := b.Mode() == FrameControl
-	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent)}
+	opts := []chromedp.ContextOption{chromedp.WithListener(d.state.onEvent), chromedp.WithListener(d.onTabEvent)}
 	if frames {
 		// A frame-controlled tab must be created as one, so the display
 		// creates its browser context and tab itself.

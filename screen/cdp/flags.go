@@ -1,33 +1,36 @@
 package cdp
 
+import "github.com/spotter-harness/spotter/internal/chromeflags"
+
 // CommandLine returns the flags of every Chromium that Spotter starts in
 // mode (FrameControl or Screencast), on the host (Launch) or in a sandbox
 // (internal/agent): one list, so that a browser behaves the same wherever
 // it runs. It leaves out what depends on where the browser runs: the
 // transport (--remote-debugging-pipe), the profile (--user-data-dir) and
-// the proxy.
+// the proxy. disabled are more features to switch off (the caller's own
+// --disable-features, taken apart by chromeflags.SplitFeatures).
 //
 // The list follows chromedp's defaults (after Puppeteer's): headless, no
-// first-run, no background networking, no throttling of background tabs.
+// first-run, no throttling of background tabs; and it has none of the
+// browser's own traffic (internal/chromeflags).
 // Chromium's own sandbox is off (--no-sandbox): on the host it needs
 // privileges a root process cannot drop cleanly, and in a containerd
 // sandbox the container is the sandbox.
-func CommandLine(mode Mode) []string {
-	f := []string{
+func CommandLine(mode Mode, disabled ...string) []string {
+	f := append(chromeflags.Switches(),
 		"--headless", "--hide-scrollbars", "--mute-audio",
 		"--no-sandbox", "--disable-gpu", "--enable-unsafe-swiftshader",
-		"--no-first-run", "--no-default-browser-check",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-dev-shm-usage", "--disable-breakpad", "--disable-extensions",
-		"--disable-default-apps", "--disable-client-side-phishing-detection",
 		"--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
 		"--disable-renderer-backgrounding", "--disable-hang-monitor",
 		"--disable-ipc-flooding-protection", "--disable-popup-blocking", "--disable-prompt-on-repost",
-		"--disable-features=Translate,BlinkGenPropertyTrees",
 		"--enable-features=NetworkService,NetworkServiceInProcess",
-		"--force-color-profile=srgb", "--metrics-recording-only", "--safebrowsing-disable-auto-update",
+		"--force-color-profile=srgb", "--safebrowsing-disable-auto-update",
 		"--password-store=basic", "--use-mock-keychain", "--enable-automation",
-	}
+		// Chromium reads only one --disable-features: chromedp's two, the
+		// quiet ones and the caller's.
+		chromeflags.DisableFeatures(append([]string{"Translate", "BlinkGenPropertyTrees"}, disabled...)...),
+	)
 	if mode == FrameControl {
 		f = append(f,
 			"--enable-begin-frame-control", "--run-all-compositor-stages-before-draw",

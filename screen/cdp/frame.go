@@ -560,10 +560,12 @@ type animProbe struct {
 // input or damage it sends the question of what animates, which runs
 // during the next frame.
 func (s *settling) frame(ctx context.Context) (bool, error) {
-	res, err := s.f.frame(ctx, nil)
+	live := s.f.liveShot(s.burst > 0, s.start) // a live view's frame, if one is due (live.go)
+	res, err := s.f.frame(ctx, live)
 	if err != nil {
 		return false, err
 	}
+	s.f.liveShown(live, res)
 	s.frames++
 	if res.HasDamage {
 		s.damaged++

@@ -2,16 +2,11 @@ package cdp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -23,8 +18,10 @@ import (
 // HitTest returns the element that a click at p (CSS px of the viewport)
 // would reach, as approval rules need it: the nearest interactive
 // ancestor of the element under p (a link, a button, a form field, an
-// element with a widget role; for a label, its control), or that element
-// itself. It descends into open shadow roots and into iframes:
+// element with a widget role; for a label, its control), else the nearest
+// one with a click handler in its markup or a pointer cursor of its own,
+// else the nearest one a script listens on for clicks (Target.Acts set
+// for all of these), or that element itself (static: Acts unset). It descends into open shadow roots and into iframes:
 // same-origin ones from the page, cross-origin ones in the page's process
 // and out-of-process ones through their own targets. A point on nothing
 // gives the zero Target.
@@ -47,7 +44,7 @@ func (d *Display) HitTest(ctx context.Context, p actions.Point) (screen.Target, 
 	if err := hitjs.CheckPoint(p); err != nil {
 		return screen.Target{}, err
 	}
-	t, err := d.inspect(ctx, func(x, y float64) string { return hitjs.Expr("point", x, y) }, p)
+	t, err := d.inspect(ctx, "point", p)
 	if err != nil {
 		return screen.Target{}, fmt.Errorf("hit-test at %v: %w", p, err)
 	}
@@ -59,17 +56,16 @@ func (d *Display) HitTest(ctx context.Context, p actions.Point) (screen.Target, 
 // With no focused element it returns the zero Target. It is bounded as
 // HitTest is.
 func (d *Display) Focused(ctx context.Context) (screen.Target, error) {
-	t, err := d.inspect(ctx, func(float64, float64) string { return hitjs.Expr("focus", 0, 0) }, actions.Point{})
+	t, err := d.inspect(ctx, "focus", actions.Point{})
 	if err != nil {
 		return screen.Target{}, fmt.Errorf("focused element: %w", err)
 	}
 	return t, nil
 }
 
-// inspect runs expr (made for a point inside the frame at hand) in the
-// page's main frame and, while it lands on a frame it cannot enter, in
-// that frame.
-func (d *Display) inspect(ctx context.Context, expr func(x, y float64) string, p actions.Point) (screen.Target, error) {
+// inspect runs the hit-test in mode in the page's main frame and, while
+// it lands on a frame it cannot enter, in that frame.
+func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (screen.Target, error) {
 	// mu keeps the active tab (d.t, d.state, d.ctx) from changing under
 	// the inspection.
 	d.mu.Lock()
@@ -101,7 +97,12 @@ func (d *Display) inspect(ctx context.Context, expr func(x, y float64) string, p
 		}
 	}()
 	for depth := 0; ; depth++ {
-		h, err := d.inspectFrame(ctx, sess, frame, expr(p.X, p.Y), depth > 0)
+		call := d.hitCaller(sess)
+		world, err := hitjs.Enter(ctx, call, string(frame))
+		if err != nil {
+			return screen.Target{}, err
+		}
+		h, err := hitjs.Describe(ctx, call, world, mode, p, depth > 0)
 		if err != nil {
 			return screen.Target{}, err
 		}
@@ -114,95 +115,29 @@ func (d *Display) inspect(ctx context.Context, expr func(x, y float64) string, p
 		if depth >= hitjs.MaxFrameDepth {
 			return outer, nil
 		}
-		child, err := d.frameOf(ctx, sess, frame, expr(p.X, p.Y))
+		child, err := hitjs.FrameOf(ctx, call, world, mode, p)
 		if err != nil || child == "" {
 			return outer, nil // the iframe as it is seen from outside
 		}
 		p = actions.Pt(h.Cross.X, h.Cross.Y)
-		if _, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: child, WorldName: hitjs.World}); err == nil {
-			frame = child // in this process: same session
+		if _, err := hitjs.Enter(ctx, call, child); err == nil {
+			frame = cdp.FrameID(child) // in this process: same session
 			continue
 		}
-		s, done, err := d.attachFrame(ctx, child)
+		s, done, err := d.attachFrame(ctx, cdp.FrameID(child))
 		if err != nil {
 			return outer, nil
 		}
 		release = append(release, done)
-		sess, frame = s, child
+		sess, frame = s, cdp.FrameID(child)
 	}
 }
 
-// hit is what the hit-test script returns.
-type hit struct {
-	screen.Target
-	// Cross is set when the element is an iframe whose document the
-	// script could not enter; X and Y are the point inside it.
-	Cross *struct{ X, Y float64 } `json:"cross,omitempty"`
-}
-
-// inspectFrame runs expr in the hit-test world of frame, on sess.
-func (d *Display) inspectFrame(ctx context.Context, sess cdp.Session, frame cdp.FrameID, expr string, inFrame bool) (hit, error) {
-	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitjs.World})
-	if err != nil {
-		return hit{}, err
+// hitCaller sends the hit-test's commands on sess, as hitCall does.
+func (d *Display) hitCaller(sess cdp.Session) hitjs.Caller {
+	return func(ctx context.Context, method string, params map[string]any, result any) error {
+		return hitDo(ctx, d, sess, method, params, result)
 	}
-	res, err := hitCall(ctx, d, sess, runtime.Evaluate, runtime.EvaluateParams{
-		Expression:    expr + ".describe(" + strconv.FormatBool(inFrame) + ")",
-		ContextID:     w.ExecutionContextID,
-		ReturnByValue: new(true),
-		Silent:        new(true),
-		Timeout:       runtime.TimeDelta(hitjs.Timeout / time.Millisecond),
-	})
-	if err != nil {
-		return hit{}, err
-	}
-	if res.ExceptionDetails != nil {
-		msg := res.ExceptionDetails.Text
-		if e := res.ExceptionDetails.Exception; e != nil && e.Description != "" {
-			msg = e.Description
-		}
-		return hit{}, fmt.Errorf("hit-test script: %s", clipErr(msg))
-	}
-	var h hit
-	if res.Result == nil || len(res.Result.Value) == 0 || string(res.Result.Value) == "null" {
-		return h, nil
-	}
-	if err := json.Unmarshal(res.Result.Value, &h); err != nil {
-		return hit{}, fmt.Errorf("hit-test script: %v", err)
-	}
-	return h, nil
-}
-
-// frameOf returns the id of the frame that the iframe element expr lands
-// on shows.
-func (d *Display) frameOf(ctx context.Context, sess cdp.Session, frame cdp.FrameID, expr string) (cdp.FrameID, error) {
-	w, err := hitCall(ctx, d, sess, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: frame, WorldName: hitjs.World})
-	if err != nil {
-		return "", err
-	}
-	res, err := hitCall(ctx, d, sess, runtime.Evaluate, runtime.EvaluateParams{
-		Expression: expr + ".element",
-		ContextID:  w.ExecutionContextID,
-		Silent:     new(true),
-		Timeout:    runtime.TimeDelta(hitjs.Timeout / time.Millisecond),
-	})
-	if err != nil {
-		return "", err
-	}
-	if res.ExceptionDetails != nil || res.Result == nil || res.Result.ObjectID == "" {
-		return "", errors.New("no iframe element")
-	}
-	defer func() {
-		_, _ = hitCall(context.WithoutCancel(ctx), d, sess, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: res.Result.ObjectID})
-	}()
-	n, err := hitCall(ctx, d, sess, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: res.Result.ObjectID})
-	if err != nil {
-		return "", err
-	}
-	if n.Node == nil {
-		return "", errors.New("no iframe node")
-	}
-	return n.Node.FrameID, nil
 }
 
 // attachFrame attaches to the target of an out-of-process iframe (its
@@ -238,19 +173,24 @@ func (d *Display) attachFrame(ctx context.Context, frame cdp.FrameID) (cdp.Sessi
 // hitCall runs one command of a hit-test on sess, bounded by ctx and the
 // display's command timeout, with call's translation of errors.
 func hitCall[P, R any](ctx context.Context, d *Display, sess cdp.Session, c cdp.Command[P, R], p P) (R, error) {
-	top, state, _ := d.activeTab()
-	if sess == top {
-		return callWithin(ctx, d, d.cfg.CommandTimeout, c, p)
-	}
+	var r R
+	err := hitDo(ctx, d, sess, c.Method, p, &r)
+	return r, err
+}
+
+// hitDo sends method with params on sess and decodes its answer into
+// result: bounded by ctx and the display's command timeout, cut short by
+// a dialog that opens meanwhile, its errors translated as call's are.
+func hitDo(ctx context.Context, d *Display, sess cdp.Session, method string, params, result any) error {
+	_, state, _ := d.activeTab()
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.CommandTimeout)
 	defer cancel()
 	stop := context.AfterFunc(state.dialogOpened(), cancel)
 	defer stop()
-	r, err := cdp.Call(cctx, sess, c, p)
-	if err != nil {
-		return r, d.translate(ctx, c.Method, d.cfg.CommandTimeout, err)
+	if err := sess.Call(cctx, method, params, result); err != nil {
+		return d.translate(ctx, method, d.cfg.CommandTimeout, err)
 	}
-	return r, nil
+	return nil
 }
 
 // clipErr keeps a page's exception text short: the page chose it.

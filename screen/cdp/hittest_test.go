@@ -54,37 +54,37 @@ func TestHitTest(t *testing.T) {
 		want screen.Target
 	}{
 		{"buy button (on its inner span)", actions.Pt(70, 40), screen.Target{
-			Tag: "button", Role: "button", Name: "Buy now", InputType: "submit", Text: "Buy now"}},
+			Tag: "button", Role: "button", Name: "Buy now", InputType: "submit", Text: "Buy now", Acts: true}},
 		{"password field", actions.Pt(60, 95), screen.Target{
 			Tag: "input", Role: "textbox", Name: "Password", InputType: "password", Autocomplete: "current-password",
-			Editable: true, FormAction: origin + "/login", FormMethod: "post"}},
+			Editable: true, FormAction: origin + "/login", FormMethod: "post", Acts: true}},
 		{"label of the card number field", actions.Pt(25, 140), screen.Target{
 			Tag: "input", Role: "textbox", Name: "Card number", InputType: "text", Autocomplete: "cc-number",
-			Editable: true, FormAction: "https://payments.example/charge", FormMethod: "post"}},
+			Editable: true, FormAction: "https://payments.example/charge", FormMethod: "post", Acts: true, FormSubmit: "Pay 10 €"}},
 		{"payment field without a label", actions.Pt(40, 175), screen.Target{
 			Tag: "input", Role: "textbox", Name: "CVC", InputType: "text", Editable: true, Text: "CVC",
-			FormAction: "https://payments.example/charge", FormMethod: "post"}},
+			FormAction: "https://payments.example/charge", FormMethod: "post", Acts: true, FormSubmit: "Pay 10 €"}},
 		{"pay button", actions.Pt(140, 175), screen.Target{
 			Tag: "input", Role: "button", Name: "Pay 10 €", InputType: "submit", Text: "Pay 10 €",
-			FormAction: "https://payments.example/charge", FormMethod: "post"}},
+			FormAction: "https://payments.example/charge", FormMethod: "post", Acts: true, FormSubmit: "Pay 10 €"}},
 		{"external link", actions.Pt(30, 207), screen.Target{
 			Tag: "a", Role: "link", Name: "Visit partner", Href: "https://external.example/page", LinkTarget: "_blank",
-			Text: "Visit partner"}},
+			Text: "Visit partner", Acts: true}},
 		{"download link", actions.Pt(30, 237), screen.Target{
 			Tag: "a", Role: "link", Name: "Download report", Href: origin + "/report.pdf", Download: true,
-			Text: "Download report"}},
+			Text: "Download report", Acts: true}},
 		{"file input", actions.Pt(100, 275), screen.Target{
-			Tag: "input", Name: "Attach a file", InputType: "file"}},
+			Tag: "input", Name: "Attach a file", InputType: "file", Acts: true}},
 		{"plain text", actions.Pt(50, 340), screen.Target{Tag: "div", Text: "Just some text"}},
 		{"same-origin iframe", actions.Pt(350, 50), screen.Target{
 			Tag: "button", Role: "button", Name: "Delete account", InputType: "submit", Text: "🗑",
-			FrameURL: origin + "/hittest-frame.html"}},
+			FrameURL: origin + "/hittest-frame.html", Acts: true}},
 		{"cross-site iframe", actions.Pt(350, 290), screen.Target{
 			Tag: "button", Role: "button", Name: "Delete account", InputType: "submit", Text: "🗑",
-			FrameURL: other + "/hittest-frame.html"}},
+			FrameURL: other + "/hittest-frame.html", Acts: true}},
 		{"link in a cross-site iframe", actions.Pt(325, 377), screen.Target{
 			Tag: "a", Role: "link", Name: "Elsewhere", Href: "https://elsewhere.example/", Text: "Elsewhere",
-			FrameURL: other + "/hittest-frame.html"}},
+			FrameURL: other + "/hittest-frame.html", Acts: true}},
 		{"outside the page", actions.Pt(5000, 5000), screen.Target{}},
 	}
 	for _, tt := range tests {
@@ -116,7 +116,8 @@ func TestFocused(t *testing.T) {
 		t.Fatalf("Focused() = %v", err)
 	}
 	want := screen.Target{Tag: "input", Role: "textbox", Name: "Card number", InputType: "text",
-		Autocomplete: "cc-number", Editable: true, FormAction: "https://payments.example/charge", FormMethod: "post"}
+		Autocomplete: "cc-number", Editable: true, FormAction: "https://payments.example/charge", FormMethod: "post",
+		Acts: true, FormSubmit: "Pay 10 €"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Focused() on the card number field (-want +got):\n%s", diff)
 	}

@@ -125,7 +125,8 @@ func (d *Display) openTab(ctx context.Context, tb *tab) error {
 // display's browser context, and makes it the active tab.
 func (d *Display) attach(ctx context.Context, id target.ID) error {
 	st := d.newState()
-	tctx, tcancel := chromedp.NewContext(d.bctx, chromedp.WithTargetID(id), chromedp.WithListener(st.onEvent))
+	tctx, tcancel := chromedp.NewContext(d.bctx, chromedp.WithTargetID(id), chromedp.WithListener(st.onEvent),
+		chromedp.WithListener(d.onTabEvent))
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(tctx) }()
 	var err error

@@ -116,6 +116,7 @@ func (d *Display) shot(req captureReq, data []byte, scroll actions.Point, zoom f
 		},
 		Data:   data,
 		Events: events,
+		Log:    d.plog.Take(),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	pw "github.com/playwright-community/playwright-go"
 
+	"github.com/spotter-harness/spotter/internal/chromeflags"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/internal/axtext"
 )
@@ -30,6 +32,39 @@ const DriverVersion = "1.52.0"
 // ErrNoDriver is returned by Launch and Open when the driver directory
 // holds no Playwright driver.
 var ErrNoDriver = errors.New("no Playwright driver: run screen/playwright/install-driver.sh")
+
+// ErrVersion marks a Playwright server of another version than
+// DriverVersion's: Playwright's servers take clients of their own minor
+// version only. Connect errors that wrap it are *VersionError.
+var ErrVersion = errors.New("the Playwright server's version is not the client's")
+
+// VersionError says which versions a Playwright server and this client
+// are, as the server's refusal names them ("1.50", "1.52").
+type VersionError struct {
+	Server, Client string
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("the Playwright server runs Playwright %s and Spotter's client is Playwright %s: a server takes "+
+		"clients of its own minor version only (run the server with playwright-core %s, or point at one that runs it)",
+		e.Server, e.Client, DriverVersion)
+}
+
+// Is makes a VersionError match ErrVersion.
+func (e *VersionError) Is(target error) bool { return target == ErrVersion }
+
+// mismatch finds the versions in a Playwright server's refusal of a
+// client of another version (HTTP 428, "Playwright version mismatch: -
+// server version: v1.50 - client version: v1.52").
+var mismatch = regexp.MustCompile(`(?s)version mismatch.*?server version: v?([0-9][0-9.]*).*?client version: v?([0-9][0-9.]*)`)
+
+func versionError(err error) *VersionError {
+	m := mismatch.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	return &VersionError{Server: m[1], Client: m[2]}
+}
 
 // ErrUnresponsive marks a page that did not answer a Playwright call within
 // the display's CommandTimeout, such as a page whose script runs an endless
@@ -186,14 +221,58 @@ func (c DisplayConfig) validate() error {
 	return nil
 }
 
-// chromiumFlags are the flags every browser gets, besides Playwright's own.
+// chromiumFlags are the flags every browser gets, besides Playwright's own
+// and chromeflags' (no traffic of its own).
 var chromiumFlags = []string{
 	"--disable-gpu",
 	"--disable-dev-shm-usage",
-	"--no-first-run",
-	"--disable-background-networking",
-	"--disable-component-update",
-	"--disable-sync",
+}
+
+// launchArgs returns the command line a launched browser gets besides
+// Playwright's defaults, and the default to drop: Chromium reads only one
+// --disable-features, so Playwright's list (read from the driver's
+// chromiumSwitches.js), chromeflags' and cfg.Flags' become one. If the
+// driver's list cannot be read, Playwright's stands and chromeflags'
+// features are left out, which the log says.
+func launchArgs(cfg Config, log *slog.Logger) (args, ignore []string) {
+	rest, disabled := chromeflags.SplitFeatures(cfg.Flags)
+	args = append(append(chromeflags.Switches(), chromiumFlags...), rest...)
+	defaults, err := defaultFeatures(cfg.DriverDir)
+	if err != nil {
+		log.Warn("Chromium's own traffic stays partly on: the driver's list of disabled features", "err", err)
+		return args, nil
+	}
+	ignore = []string{"--disable-features=" + strings.Join(defaults, ",")}
+	return append(args, chromeflags.DisableFeatures(append(defaults, disabled...)...)), ignore
+}
+
+// featureList finds the list of features that Playwright disables in its
+// chromiumSwitches.js, and quoted names in it.
+var (
+	featureList  = regexp.MustCompile(`(?s)const disabledFeatures = \[(.*?)\];`)
+	quotedName   = regexp.MustCompile(`"([A-Za-z0-9_-]+)"`)
+	lineComments = regexp.MustCompile(`//[^\n]*`)
+)
+
+// defaultFeatures returns the features Playwright's driver in dir
+// disables by default, in its order.
+func defaultFeatures(dir string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "package", "lib", "server", "chromium", "chromiumSwitches.js"))
+	if err != nil {
+		return nil, err
+	}
+	m := featureList.FindSubmatch(b)
+	if m == nil {
+		return nil, errors.New("chromiumSwitches.js has no disabledFeatures list")
+	}
+	var out []string
+	for _, q := range quotedName.FindAllSubmatch(lineComments.ReplaceAll(m[1], nil), -1) {
+		out = append(out, string(q[1]))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("chromiumSwitches.js's disabledFeatures list is empty")
+	}
+	return out, nil
 }
 
 // Browser is a Playwright driver and the headless Chromium it launched or
@@ -260,12 +339,14 @@ func Launch(ctx context.Context, cfg Config) (*Browser, error) {
 	if timeout <= 0 || ctx.Err() != nil {
 		return nil, errors.Join(fmt.Errorf("launch %s: %w", exe, context.Cause(ctx)), b.Close(ctx))
 	}
+	args, ignore := launchArgs(cfg, log)
 	b.browser, err = p.Chromium.Launch(pw.BrowserTypeLaunchOptions{
-		ExecutablePath:  new(exe),
-		Headless:        new(true),
-		ChromiumSandbox: new(false),
-		Args:            append(append([]string(nil), chromiumFlags...), cfg.Flags...),
-		Timeout:         new(float64(timeout.Milliseconds())),
+		ExecutablePath:    new(exe),
+		Headless:          new(true),
+		ChromiumSandbox:   new(false),
+		Args:              args,
+		IgnoreDefaultArgs: ignore,
+		Timeout:           new(float64(timeout.Milliseconds())),
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("launch %s: %s", exe, playwrightText(err)), b.Close(ctx))
@@ -291,6 +372,9 @@ func (b *Browser) connect(ctx context.Context, timeout time.Duration) error {
 		Timeout: new(float64(timeout.Milliseconds())),
 	})
 	if err != nil {
+		if ve := versionError(err); ve != nil {
+			return fmt.Errorf("connect to playwright server %s: %w", where, ve)
+		}
 		return fmt.Errorf("connect to playwright server %s: %s", where, playwrightText(err))
 	}
 	b.browser = browser
@@ -384,6 +468,7 @@ type Display struct {
 	addedCh chan struct{} // receives a value (without blocking the sender) when a page is added
 	opening atomic.Int64  // windows the pages said they open, less the pages added since
 	notes   notes         // display-level notes for the model
+	plog    pageLog       // every tab's console messages and requests, for the next capture (pagelog.go)
 	refs    axtext.Refs   // the element references of Snapshot, for Locate
 
 	// busy holds a token while a goroutine runs Playwright calls, so that

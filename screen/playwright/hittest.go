@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	pw "github.com/playwright-community/playwright-go"
 
@@ -16,9 +15,11 @@ import (
 
 // HitTest returns the element that a click at p (CSS px of the viewport)
 // would reach, as approval rules and secret-field detection need it, the
-// same way screen/cdp's Display does (the script is the same): the nearest
-// interactive ancestor of the element under p (for a label, its control),
-// or that element itself, descending into open shadow roots and iframes:
+// same way screen/cdp's Display does (the script and its probe of the
+// page's click listeners are package hitjs's): the nearest interactive
+// ancestor of the element under p (for a label, its control), else the
+// nearest one with a click handler or a pointer cursor of its own, or that
+// element itself, descending into open shadow roots and iframes:
 // same-origin ones from the page, cross-origin ones in the page's process
 // and out-of-process ones (of another site) through their own sessions.
 //
@@ -61,7 +62,7 @@ func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (sc
 		return screen.Target{}, fmt.Errorf("%s blocks the page", dl.String())
 	}
 	var t screen.Target
-	err := d.run(ctx, hitjs.Timeout, func(context.Context) error {
+	err := d.run(ctx, hitjs.Timeout, func(ctx context.Context) error {
 		s, err := d.cdpSession()
 		if err != nil {
 			return err
@@ -81,7 +82,12 @@ func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (sc
 			return errors.New("the page has no main frame")
 		}
 		for depth := 0; ; depth++ {
-			h, err := inspectFrame(s, frame, hitjs.Expr(mode, p.X, p.Y), depth > 0)
+			call := caller(s)
+			world, err := hitjs.Enter(ctx, call, frame)
+			if err != nil {
+				return err
+			}
+			h, err := hitjs.Describe(ctx, call, world, mode, p, depth > 0)
 			if err != nil {
 				return err
 			}
@@ -92,11 +98,11 @@ func (d *Display) inspect(ctx context.Context, mode string, p actions.Point) (sc
 			// An iframe whose document this world cannot reach: go on
 			// inside it, with the point in its coordinates. If that
 			// fails, the iframe as seen from outside is the answer.
-			child, err := frameOf(s, frame, hitjs.Expr(mode, p.X, p.Y))
+			child, err := hitjs.FrameOf(ctx, call, world, mode, p)
 			if err != nil || child == "" {
 				return nil
 			}
-			if _, err := isolatedWorld(s, child); err != nil {
+			if _, err := hitjs.Enter(ctx, call, child); err != nil {
 				// Out of the page's process: through a session of its own.
 				fs, err := d.frameSession(child)
 				if err != nil {
@@ -178,108 +184,10 @@ func cdpCall(s pw.CDPSession, method string, params map[string]any, out any) err
 	return nil
 }
 
-// isolatedWorld creates (or finds again) the hit-test world in frame and
-// returns its execution context.
-func isolatedWorld(s pw.CDPSession, frame string) (int64, error) {
-	var w struct {
-		ID int64 `json:"executionContextId"`
+// caller sends the hit-test's commands on s (Playwright's sessions take
+// no context: d.run bounds the whole hit-test).
+func caller(s pw.CDPSession) hitjs.Caller {
+	return func(_ context.Context, method string, params map[string]any, result any) error {
+		return cdpCall(s, method, params, result)
 	}
-	err := cdpCall(s, "Page.createIsolatedWorld", map[string]any{"frameId": frame, "worldName": hitjs.World}, &w)
-	return w.ID, err
-}
-
-// hit is what the hit-test script returns.
-type hit struct {
-	screen.Target
-	// Cross is set when the element is an iframe whose document the
-	// script could not enter; X and Y are the point inside it.
-	Cross *struct{ X, Y float64 } `json:"cross,omitempty"`
-}
-
-// evalResult is the part of Runtime.evaluate's result that a hit-test
-// reads.
-type evalResult struct {
-	Result struct {
-		Value    json.RawMessage `json:"value"`
-		ObjectID string          `json:"objectId"`
-	} `json:"result"`
-	Exception *struct {
-		Text      string `json:"text"`
-		Exception *struct {
-			Description string `json:"description"`
-		} `json:"exception"`
-	} `json:"exceptionDetails"`
-}
-
-func (r evalResult) err() error {
-	if r.Exception == nil {
-		return nil
-	}
-	msg := r.Exception.Text
-	if e := r.Exception.Exception; e != nil && e.Description != "" {
-		msg = e.Description
-	}
-	return fmt.Errorf("hit-test script: %s", clip(msg, 200))
-}
-
-// inspectFrame runs expr in the hit-test world of frame.
-func inspectFrame(s pw.CDPSession, frame, expr string, inFrame bool) (hit, error) {
-	world, err := isolatedWorld(s, frame)
-	if err != nil {
-		return hit{}, err
-	}
-	var res evalResult
-	err = cdpCall(s, "Runtime.evaluate", map[string]any{
-		"expression":    expr + ".describe(" + strconv.FormatBool(inFrame) + ")",
-		"contextId":     world,
-		"returnByValue": true,
-		"silent":        true,
-		"timeout":       hitjs.Timeout.Milliseconds(),
-	}, &res)
-	if err != nil {
-		return hit{}, err
-	}
-	if err := res.err(); err != nil {
-		return hit{}, err
-	}
-	var h hit
-	if len(res.Result.Value) == 0 || string(res.Result.Value) == "null" {
-		return h, nil
-	}
-	if err := json.Unmarshal(res.Result.Value, &h); err != nil {
-		return hit{}, fmt.Errorf("hit-test script: %v", err)
-	}
-	return h, nil
-}
-
-// frameOf returns the id of the frame that the iframe element expr lands
-// on in frame shows.
-func frameOf(s pw.CDPSession, frame, expr string) (string, error) {
-	world, err := isolatedWorld(s, frame)
-	if err != nil {
-		return "", err
-	}
-	var res evalResult
-	err = cdpCall(s, "Runtime.evaluate", map[string]any{
-		"expression": expr + ".element",
-		"contextId":  world,
-		"silent":     true,
-		"timeout":    hitjs.Timeout.Milliseconds(),
-	}, &res)
-	if err != nil {
-		return "", err
-	}
-	if res.err() != nil || res.Result.ObjectID == "" {
-		return "", errors.New("no iframe element")
-	}
-	defer cdpCall(s, "Runtime.releaseObject", map[string]any{"objectId": res.Result.ObjectID}, nil) //nolint:errcheck // nothing to do if the page went away
-	var n struct {
-		Node struct {
-			FrameID string `json:"frameId"`
-		} `json:"node"`
-	}
-	if err := cdpCall(s, "DOM.describeNode", map[string]any{"objectId": res.Result.ObjectID}, &n); err != nil {
-		return "", err
-	}
-	return n.Node.FrameID, nil
 }

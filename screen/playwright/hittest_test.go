@@ -68,21 +68,21 @@ func TestHitTest(t *testing.T) {
 			}{
 				{"buy button (on its inner span)", actions.Pt(70, 30), screen.Target{
 					Tag: "button", Role: "button", Name: "Buy now", InputType: "submit", Text: "Buy now",
-					FormAction: origin + "/login", FormMethod: "post"}},
+					FormAction: origin + "/login", FormMethod: "post", Acts: true, FormSubmit: "Buy now"}},
 				{"password field", actions.Pt(150, 85), screen.Target{
 					Tag: "input", Role: "textbox", Name: "Password", InputType: "password", Autocomplete: "current-password",
-					Editable: true, FormAction: origin + "/login", FormMethod: "post"}},
+					Editable: true, FormAction: origin + "/login", FormMethod: "post", Acts: true, FormSubmit: "Buy now"}},
 				{"external link", actions.Pt(30, 145), screen.Target{
 					Tag: "a", Role: "link", Name: "Visit partner", Href: "https://external.example/page", LinkTarget: "_blank",
-					Text: "Visit partner"}},
+					Text: "Visit partner", Acts: true}},
 				{"plain text", actions.Pt(30, 205), screen.Target{Tag: "div", Text: "Just some text"}},
 				{"same-origin iframe", actions.Pt(350, 20), screen.Target{
 					Tag: "button", Role: "button", Name: "Delete account", InputType: "submit", Text: "Delete account",
-					FrameURL: origin + "/inner"}},
+					FrameURL: origin + "/inner", Acts: true}},
 				// Another site's frame runs in a process of its own.
 				{"cross-site iframe", actions.Pt(350, 170), screen.Target{
 					Tag: "button", Role: "button", Name: "Delete account", InputType: "submit", Text: "Delete account",
-					FrameURL: other + "/inner"}},
+					FrameURL: other + "/inner", Acts: true}},
 			}
 			for _, tt := range tests {
 				got, err := d.HitTest(t.Context(), tt.at)

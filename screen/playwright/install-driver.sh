@@ -4,14 +4,16 @@
 # a link to the system's Node.js. It never runs Playwright's own downloader and
 # installs no browser (the display uses Debian's /usr/bin/chromium).
 #
-# Usage: install-driver.sh [DIR]
+# Usage: install-driver.sh [DIR [VERSION]]
 # DIR defaults to $SPOTTER_PLAYWRIGHT_DRIVER, else
 # ${XDG_CACHE_HOME:-~/.cache}/spotter/playwright-1.52.0, the default of
-# playwright.Config.DriverDir. Idempotent: a driver of the right version is
-# left alone. Prints DIR.
+# playwright.Config.DriverDir. VERSION defaults to 1.52.0, the driver's; the
+# tests also use another one, for a server of another version (a DIR must be
+# given with it). Idempotent: a driver of the right version is left alone.
+# Prints DIR.
 set -euo pipefail
 
-version=1.52.0 # must match the playwright-go module in go.mod (v0.5200.x)
+version=${2:-1.52.0} # the default must match the playwright-go module in go.mod (v0.5200.x)
 dir=${1:-${SPOTTER_PLAYWRIGHT_DRIVER:-${XDG_CACHE_HOME:-$HOME/.cache}/spotter/playwright-$version}}
 
 have() { command -v "$1" >/dev/null 2>&1; }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +104,41 @@ func TestConnectRefused(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "connect to playwright server "+endpoint) {
 		t.Errorf("Open(WSEndpoint: %s) with nothing listening = %v, want an error naming the endpoint", endpoint, err)
+	}
+}
+
+// TestConnectOtherVersion connects to a Playwright server of another
+// version (playwright-core 1.50.1, which .ci/deps installs beside the
+// driver): Open fails with a VersionError that names both versions, in
+// one line, not with the server's boxed message or "unreachable".
+func TestConnectOtherVersion(t *testing.T) {
+	cfg, exe := serverConfig(t)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(cache, "spotter", "playwright-1.50.1", "package")
+	if _, err := os.Stat(filepath.Join(old, "cli.js")); err != nil {
+		t.Fatalf("playwright-core 1.50.1: %v (.ci/deps installs it)", err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "launch-server.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startNode(t, cfg.DriverDir, append([]string{script, old, exe}, chromiumFlags...), "")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	d, err := Open(ctx, testConfig(Config{WSEndpoint: srv.endpoint}))
+	if err == nil {
+		d.Close(t.Context())
+		t.Fatal("Open() on a server of Playwright 1.50 = nil error")
+	}
+	var ve *VersionError
+	if !errors.Is(err, ErrVersion) || !errors.As(err, &ve) || ve.Server != "1.50" || ve.Client != "1.52" {
+		t.Fatalf("Open() on a server of Playwright 1.50 = %v, want a VersionError of server 1.50 and client 1.52", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "runs Playwright 1.50") || !strings.Contains(msg, "client is Playwright 1.52") {
+		t.Errorf("Open() = %q, want one line naming both versions", msg)
 	}
 }
 

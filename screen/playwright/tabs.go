@@ -33,6 +33,7 @@ func (d *Display) tab() *tab { return d.cur.Load() }
 func (d *Display) newTab(page pw.Page) *tab {
 	st := newPageState(d.b.cfg.DismissDialogs)
 	st.watch(page)
+	d.plog.watch(page)
 	tb := &tab{page: page, state: st}
 	if s, err := d.bctx.NewCDPSession(page); err == nil {
 		s.On("Page.windowOpen", func(map[string]any) { d.opening.Add(1) })

@@ -66,7 +66,7 @@ func TestConformanceThroughChromium(t *testing.T) {
 func kiosk(url string) desktop.App {
 	app := desktop.Chromium(url)
 	app.Argv = append(app.Argv[:len(app.Argv)-1], "--kiosk", "--hide-scrollbars", "--disable-smooth-scrolling",
-		"--disable-features=Translate,MediaRouter", "--disable-pinch", "--overscroll-history-navigation=0", url)
+		"--disable-pinch", "--overscroll-history-navigation=0", url)
 	return app
 }
 

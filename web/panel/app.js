@@ -139,6 +139,12 @@
     decided: new Set(),   // approvalIds known to be decided, never shown again
     takeover: false,
     liveSize: null,     // {w, h} natural size of the live image
+    live: null,         // the live view's EventSource
+    liveTime: 0,        // when the picture on show was drawn (ms since the epoch)
+    liveFrames: 0,      // live frames shown since the session opened
+    imageSize: null,    // {w, h} of the session's screenshots, from the live view
+    follow: true,       // the history follows its newest entries
+    lastWords: '',      // the model's words in the current turn
     pollTimer: null,
   };
 
@@ -222,13 +228,29 @@
     window.addEventListener('hashchange', route);
     setInterval(tickTimers, 1000);
 
-    try {
-      await api('GET', '/sessions');
-    } catch (e) {
-      if (e instanceof AuthError) return; // the login form is showing
-      $('conn').textContent = 'Server error: ' + errText(e);
+    $('timeline').addEventListener('scroll', () => {
+      const ol = $('timeline');
+      state.follow = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+    });
+    // Whether the browser is logged in, asked without a request that
+    // fails: the login form shows without a 401 in the console.
+    if (!(await loggedIn())) {
+      showLogin();
+      return;
     }
     startApp();
+  }
+
+  // loggedIn asks the server whether this browser is logged in; a server
+  // that cannot be reached counts as logged in (the panel then says so).
+  async function loggedIn() {
+    try {
+      const a = await api('GET', '/auth');
+      return !!(a && a.authenticated);
+    } catch (e) {
+      $('conn').textContent = 'Server error: ' + errText(e);
+      return true;
+    }
   }
 
   function startApp() {
@@ -289,6 +311,15 @@
     }
   }
 
+  // statusWord says how a session stands: a session whose last turn ended
+  // with the model's answer is idle on the server (it may be sent more),
+  // and completed for the operator.
+  function statusWord(s) {
+    const st = str(s.status);
+    if (st === 'idle' && Number(s.step) > 0 && (str(s.kind) || 'agent') === 'agent') return 'completed';
+    return st;
+  }
+
   function sessionLabel(s) {
     return str(s.title) || clip(str(s.task), 60) || str(s.id);
   }
@@ -299,9 +330,9 @@
     for (const s of state.sessions) {
       const id = str(s.id);
       if (!id) continue;
-      const a = el('a', { href: '#/session/' + seg(id), dataset: { session: id } },
+      const a = el('a', { href: '#/session/' + seg(id), dataset: { session: id, status: statusWord(s) } },
         sessionLabel(s),
-        el('span', { class: 's-meta', text: [str(s.status), fmtDateTime(s.updated || s.created)].filter(Boolean).join(' · ') }));
+        el('span', { class: 's-meta', text: [statusWord(s), fmtDateTime(s.updated || s.created)].filter(Boolean).join(' · ') }));
       ul.append(el('li', {}, a));
     }
     $('sessions-empty').hidden = state.sessions.length > 0;
@@ -335,6 +366,7 @@
 
   function closeStream() {
     if (state.es) { state.es.close(); state.es = null; }
+    if (state.live) { state.live.close(); state.live = null; }
     clearTimeout(state.retry);
     state.retry = null;
   }
@@ -346,6 +378,16 @@
     state.lastSeq = 0;
     state.textItem = null;
     state.takeover = false;
+    state.follow = true;
+    state.lastWords = '';
+    state.liveTime = 0;
+    state.liveFrames = 0;
+    state.imageSize = null;
+    delete $('session-status').dataset.stop;
+    $('live-img').removeAttribute('src');
+    $('live-img').hidden = true;
+    $('live-empty').hidden = false;
+    showOutcome(null);
     for (const { card } of state.approvals.values()) card.remove();
     state.approvals.clear();
     clear($('timeline'));
@@ -355,16 +397,16 @@
     setKind('');
     renderTakeover();
     markCurrent();
-    showLive('/session/' + seg(id) + '/screen?t=' + Date.now());
     $('session-title').focus();
 
     connect();
+    connectLive();
     try {
       const h = await api('GET', '/session/' + seg(id));
       if (state.current !== id || !h) return;
       const s = h.session || {};
       $('session-title').textContent = sessionLabel({ ...s, id });
-      setStatus(s.status);
+      if (!$('session-status').dataset.stop) setStatus(statusWord(s));
       setKind(str(s.kind) || 'agent');
       const pending = await api('GET', '/approvals?status=pending&session=' + seg(id));
       if (state.current !== id) return;
@@ -376,6 +418,7 @@
 
   function setStatus(s) {
     $('session-status').textContent = str(s) || 'unknown';
+    $('session-status').dataset.status = str(s);
   }
 
   // setKind shows the message box only where there is a model to message:
@@ -420,7 +463,7 @@
         state.es = null;
         $('conn').textContent = 'Disconnected; reconnecting…';
         state.retry = setTimeout(async () => {
-          try { await api('GET', '/sessions'); } catch (e) { if (e instanceof AuthError) return; }
+          if (!(await loggedIn())) { showLogin(); return; }
           if (state.current === id && !state.es) connect();
         }, 2000);
       } else {
@@ -431,6 +474,12 @@
 
   function onEvent(type, d) {
     if (type !== 'text_delta') state.textItem = null;
+    state.eventTime = str(d.time);
+    if (type === 'text_delta' || type === 'tool_call') {
+      // A new turn: the outcome of the last one no longer stands.
+      showOutcome(null);
+      delete $('session-status').dataset.stop;
+    }
     switch (type) {
       case 'session':
         item(type, 'Session', 'started');
@@ -439,6 +488,8 @@
         if (!state.textItem) state.textItem = item('text', 'Model', '');
         const body = state.textItem.querySelector('.ev-body');
         body.textContent += str(d.text);
+        state.lastWords = body.textContent;
+        follow();
         break;
       }
       case 'tool_call': {
@@ -455,7 +506,7 @@
         a.session = state.current;
         item(type, 'Needs approval', [a.rule, a.reason].filter(Boolean).join(': ') || 'an action was flagged',
           { call: a.toolCallId, approval: a.approvalId });
-        if (a.shot) showLive(shotURL(a.shot));
+        if (a.shot) showLive(shotURL(a.shot), d.time);
         addApproval(a);
         announce(a.action || !a.safety.length ? 'An action is waiting for your decision.' : 'A provider safety check is waiting for your decision.');
         break;
@@ -475,7 +526,7 @@
         const u = safeURL(img);
         if (u) {
           li.querySelector('.ev-body').append(' ', el('a', { href: u, target: '_blank', rel: 'noopener noreferrer', text: 'screenshot' }));
-          showLive(u);
+          showLive(u, d.time);
         }
         break;
       }
@@ -493,7 +544,6 @@
         item(type, 'Take over', (d.by ? str(d.by) : 'An operator') + (active ? ' took control' : ' handed control back'));
         state.takeover = active;
         renderTakeover();
-        if (!active) refreshLive();
         break;
       }
       case 'operator_input': {
@@ -509,10 +559,15 @@
         const r = str(d.stopReason);
         const li = item(type, 'Turn ended', r + (d.error ? ': ' + str(d.error) : ''), { stop: r });
         if (r === 'error') li.classList.add('is-error');
-        setStatus(r === 'end_turn' ? 'idle' : r === 'tool_use' ? 'waiting' : r === 'max_steps' || r === 'error' ? 'failed' : r);
-        refreshLive();
+        const o = outcomeOf(r, str(d.error));
+        setStatus(o ? o.status : r === 'tool_use' ? 'waiting' : r);
+        if (o) {
+          $('session-status').dataset.stop = r;
+          showOutcome({ ...o, words: state.lastWords, report: str(d.report) });
+          announce('The session ' + o.status + '.');
+        }
+        state.lastWords = '';
         refreshLists();
-        if (r === 'end_turn') announce('The session finished its turn.');
         break;
       }
       default:
@@ -520,29 +575,97 @@
     }
   }
 
-  // item appends one entry to the timeline and returns it.
+  // item appends one entry to the timeline and returns it. Its time is
+  // when the server stored the event (events carry it), so a history read
+  // back later says when each thing happened.
   function item(type, label, text, data) {
     const ol = $('timeline');
-    const nearBottom = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+    const at = new Date(state.eventTime || Date.now());
     const li = el('li', { class: 'ev ev-' + type, dataset: { type, ...(data || {}) } },
       el('span', { class: 'ev-kind', text: label }),
       el('span', { class: 'ev-body', text: str(text) }),
-      el('time', { class: 'ev-time', text: fmtTime(Date.now()) }));
+      el('time', { class: 'ev-time', datetime: isNaN(at) ? '' : at.toISOString(), text: fmtTime(at) }));
     ol.append(li);
-    if (nearBottom) ol.scrollTop = ol.scrollHeight;
+    follow();
     return li;
+  }
+
+  // follow keeps the history at its newest entry, unless the operator
+  // scrolled up to read older ones.
+  function follow() {
+    if (!state.follow) return;
+    const ol = $('timeline');
+    ol.scrollTop = ol.scrollHeight;
+  }
+
+  // outcomeOf says how a turn that ended with stop reason r came out, or
+  // null if the session waits for its client.
+  function outcomeOf(r, err) {
+    switch (r) {
+      case 'end_turn': return { status: 'completed', title: 'Completed', ok: true };
+      case 'max_steps': return { status: 'failed', title: 'Failed: the step limit was reached', detail: err };
+      case 'error':
+        if (err === 'session stopped') return { status: 'stopped', title: 'Stopped' };
+        return { status: 'failed', title: 'Failed', detail: err };
+    }
+    return null;
+  }
+
+  // showOutcome shows how the session's last turn came out (o: status,
+  // title, detail, the model's last words, the report's path), or hides it.
+  function showOutcome(o) {
+    const box = $('outcome');
+    box.hidden = !o;
+    if (!o) return;
+    box.dataset.status = o.status;
+    $('outcome-title').textContent = o.title;
+    $('outcome-detail').textContent = str(o.detail);
+    $('outcome-detail').hidden = !o.detail;
+    $('outcome-words').textContent = str(o.words);
+    $('outcome-words-row').hidden = !o.words;
+    const link = $('outcome-report');
+    const u = safeURL(o.report);
+    link.hidden = !u;
+    if (u) link.href = u;
   }
 
   // ---- the live view and taking over ------------------------------------
 
-  function showLive(u) {
+  // showLive shows the picture at u, drawn at time at (ms, or an ISO
+  // time), unless the live view shows a newer one already.
+  function showLive(u, at) {
     u = safeURL(u);
     if (!u) return;
+    const t = typeof at === 'number' ? at : Date.parse(str(at));
+    if (state.liveTime && (!t || t < state.liveTime)) return;
+    if (t) state.liveTime = t;
     $('live-img').src = u;
   }
 
-  function refreshLive() {
-    if (state.current) showLive('/session/' + seg(state.current) + '/screen?t=' + Date.now());
+  // connectLive follows the session's live view: its latest screenshot,
+  // then the page as it changes (GET /session/:id/live). The browser's
+  // EventSource reconnects on its own.
+  function connectLive() {
+    const id = state.current;
+    const es = new EventSource('/session/' + seg(id) + '/live');
+    state.live = es;
+    es.addEventListener('frame', (ev) => {
+      if (state.live !== es) return;
+      let f;
+      try { f = JSON.parse(ev.data); } catch (_) { return; }
+      const mime = str(f.mimeType);
+      if (!/^image\/(png|jpeg)$/.test(mime) || typeof f.data !== 'string') return;
+      const t = Date.parse(str(f.time)) || Date.now();
+      if (state.liveTime && t < state.liveTime) return;
+      state.liveTime = t;
+      state.liveFrames++;
+      if (f.image && f.image.w > 0 && f.image.h > 0) state.imageSize = { w: Number(f.image.w), h: Number(f.image.h) };
+      const img = $('live-img');
+      img.dataset.frames = String(state.liveFrames);
+      img.dataset.drawn = String(t);
+      if (state.imageSize) { img.dataset.imageW = String(state.imageSize.w); img.dataset.imageH = String(state.imageSize.h); }
+      img.src = 'data:' + mime + ';base64,' + f.data;
+    });
   }
 
   function renderTakeover() {
@@ -563,28 +686,28 @@
       state.takeover = active;
       renderTakeover();
       (active ? $('handback') : $('takeover')).focus();
-      refreshLive();
     } catch (e) {
       if (e instanceof AuthError) return;
       $('takeover-status').textContent = 'Could not ' + (active ? 'take over' : 'hand back') + ': ' + errText(e);
     }
   }
 
-  // imagePoint turns a pointer event on img into the image's own pixels.
-  function imagePoint(img, ev) {
+  // imagePoint turns a pointer event on img into pixels of an image of
+  // size (default: img's own) shown in img's place.
+  function imagePoint(img, ev, size) {
     const r = img.getBoundingClientRect();
     if (!r.width || !r.height || !img.naturalWidth) return null;
-    const x = Math.floor((ev.clientX - r.left) * img.naturalWidth / r.width);
-    const y = Math.floor((ev.clientY - r.top) * img.naturalHeight / r.height);
-    return {
-      x: Math.min(Math.max(x, 0), img.naturalWidth - 1),
-      y: Math.min(Math.max(y, 0), img.naturalHeight - 1),
-    };
+    const w = size ? size.w : img.naturalWidth, h = size ? size.h : img.naturalHeight;
+    const x = Math.floor((ev.clientX - r.left) * w / r.width);
+    const y = Math.floor((ev.clientY - r.top) * h / r.height);
+    return { x: Math.min(Math.max(x, 0), w - 1), y: Math.min(Math.max(y, 0), h - 1) };
   }
 
   function liveClick(ev) {
     if (!state.takeover) return;
-    const p = imagePoint($('live-img'), ev);
+    // A live frame may be smaller than the session's screenshots, whose
+    // pixels the input names: the point at the same fraction of them.
+    const p = imagePoint($('live-img'), ev, state.imageSize);
     if (!p) return;
     $('tk-x').value = p.x;
     $('tk-y').value = p.y;
@@ -598,8 +721,8 @@
       const r = await api('POST', '/session/' + seg(id) + '/input', action);
       // The answer carries a fresh screenshot of the display.
       const sh = r && r.screenshot;
-      if (sh && sh.data && state.current === id) showLive('data:' + str(sh.mimeType || 'image/png') + ';base64,' + str(sh.data));
-      else refreshLive();
+      const at = Date.parse(str(r && r.frame && r.frame.time)) || Date.now();
+      if (sh && sh.data && state.current === id) showLive('data:' + str(sh.mimeType || 'image/png') + ';base64,' + str(sh.data), at);
       return true;
     } catch (e) {
       if (!(e instanceof AuthError)) $('takeover-error').textContent = 'Input failed: ' + errText(e);

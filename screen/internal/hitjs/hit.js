@@ -1,5 +1,5 @@
 function (mode, x, y) {
-	const MAX_TEXT = 200, MAX_NODES = 2000, MAX_DEPTH = 16;
+	const MAX_TEXT = 200, MAX_NODES = 2000, MAX_DEPTH = 16, MAX_CHAIN = 32, MAX_FIELDS = 500;
 	let doc = document, el = null, cross = null;
 	for (let depth = 0; depth < MAX_DEPTH; depth++) {
 		if (mode === "point") {
@@ -29,15 +29,24 @@ function (mode, x, y) {
 	const getA = (e, n) => (e && Element.prototype.getAttribute.call(e, n)) || "";
 	const hasA = (e, n) => !!e && Element.prototype.hasAttribute.call(e, n);
 	const skipped = new Set(["script", "style", "template", "noscript"]);
+	// walkText reads the text a person sees in root: its text nodes and
+	// image alt texts, in order, through open shadow roots (and the nodes
+	// their slots show), not scripts or styles. It is bounded.
 	function walkText(root, limit) {
 		if (!root) return "";
 		let out = "", n = 0;
-		const w = root.ownerDocument.createTreeWalker(root, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT, {
-			acceptNode: node => skipped.has(node.localName) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT,
-		});
-		for (let node = w.currentNode; node && n < MAX_NODES && out.length < limit * 2; node = w.nextNode(), n++) {
-			if (node.nodeType === 3) out += node.data;
-			else if (node.localName === "img" && getA(node, "alt")) out += " " + getA(node, "alt") + " ";
+		const stack = [root];
+		while (stack.length && n < MAX_NODES && out.length < limit * 2) {
+			const node = stack.pop();
+			n++;
+			if (node.nodeType === 3) { out += node.data; continue; }
+			if (node.nodeType !== 1 && node.nodeType !== 11) continue;
+			if (skipped.has(node.localName)) continue;
+			if (node.localName === "img" && getA(node, "alt")) out += " " + getA(node, "alt") + " ";
+			let kids = node.childNodes;
+			if (node.shadowRoot) kids = node.shadowRoot.childNodes;
+			else if (node.localName === "slot" && node.assignedNodes().length) kids = node.assignedNodes();
+			for (let i = Math.min(kids.length, MAX_NODES) - 1; i >= 0; i--) stack.push(kids[i]);
 		}
 		return out.replace(/\s+/g, " ").trim().slice(0, limit);
 	}
@@ -53,15 +62,71 @@ function (mode, x, y) {
 	const interactive = "a[href],area[href],button,input,select,textarea,summary,label,option," +
 		widgetRoles.split(",").map(r => "[role=" + r + "]").join(",") + ",[contenteditable]:not([contenteditable=false])";
 
+	// What acts when clicked. A control (the interactive elements above; a
+	// label stands for its control, and one without a control is none)
+	// wins over anything between it and the point. Else the nearest element
+	// with a handler in its markup (onclick and the like), or whose pointer
+	// cursor starts there (not inherited from its parent), acts. Listeners
+	// added from script cannot be seen from this world: describe marks the
+	// answer "probe", the backend asks the browser which element of chain()
+	// has one, and describes that one (at).
+	const handlerAttrs = ["onclick", "ondblclick", "onauxclick", "onmousedown", "onmouseup", "onpointerdown",
+		"onpointerup", "ontouchstart", "ontouchend"];
+	const parentOf = e => e.parentElement || (e.parentNode && e.parentNode.host) || null;
+	const isRoot = e => e === e.ownerDocument.documentElement || e === e.ownerDocument.body;
+	const matches = (e, sel) => { try { return Element.prototype.matches.call(e, sel); } catch (x) { return false; } };
+	const cursor = e => { try { return e.ownerDocument.defaultView.getComputedStyle(e).cursor; } catch (x) { return ""; } };
+	const control = e => !matches(e, interactive) ? null : e.localName === "label" ? (e.control || null) : e;
+	const handles = e => handlerAttrs.some(a => hasA(e, a));
+	const pointerStarts = e => cursor(e) === "pointer" && !(parentOf(e) && cursor(parentOf(e)) === "pointer");
+	// chain is the point's element and its ancestors, through shadow roots,
+	// below body.
+	const chain = () => {
+		const out = [];
+		for (let e = el; e && e.nodeType === 1 && !isRoot(e) && out.length < MAX_CHAIN; e = parentOf(e)) out.push(e);
+		return out;
+	};
+	function actor(at) {
+		if (!el) return {t: el, acts: false, probe: false};
+		if (mode !== "point") return {t: el, acts: !!control(el) || handles(el) || !!el.isContentEditable, probe: false};
+		const c = chain();
+		for (const e of c) {
+			const ctl = control(e);
+			if (ctl) return {t: ctl, acts: true, probe: false};
+		}
+		const e = c.find(e => handles(e) || pointerStarts(e)) || (at >= 0 ? c[at] : null);
+		if (e) return {t: e, acts: true, probe: false};
+		// An iframe this world cannot enter is looked into by the
+		// backend, not probed.
+		return {t: el, acts: false, probe: c.length > 0 && !(at < 0) && !cross};
+	}
+
+	// The button that submitting form by Enter presses: its first submit
+	// button, as the browser's implicit submission does.
+	function defaultButton(form) {
+		let els = null;
+		try { els = Object.getOwnPropertyDescriptor(HTMLFormElement.prototype, "elements").get.call(form); } catch (x) { return null; }
+		for (let i = 0; i < els.length && i < MAX_FIELDS; i++) {
+			const e = els[i], ty = (getA(e, "type") || "").toLowerCase();
+			if (e.localName === "button" && (ty || "submit") === "submit" || e.localName === "input" && (ty === "submit" || ty === "image")) return e;
+		}
+		return null;
+	}
+	function buttonLabel(b) {
+		if (!b) return "";
+		const ty = (getA(b, "type") || "").toLowerCase();
+		let s = b.localName === "button" ? walkText(b, MAX_TEXT) : ty === "image" ? getA(b, "alt") : (getA(b, "value") || "Submit");
+		if (!s.trim()) s = getA(b, "aria-label") || getA(b, "title");
+		return clip(s);
+	}
+
 	return {
 		element: el,
-		describe(inFrame) {
+		chain,
+		describe(inFrame, at) {
 			if (!el) return cross ? {cross} : null;
-			let t = el;
-			if (mode === "point" && el.closest) t = el.closest(interactive) || el;
-			// A click on a label reaches its control (a styled label is
-			// how many pages show a file picker).
-			if (t.localName === "label" && t.control) t = t.control;
+			const who = actor(typeof at === "number" ? at : undefined);
+			const t = who.t;
 			const d = t.ownerDocument;
 			const tag = t.localName || "";
 			const attr = n => getA(t, n);
@@ -129,7 +194,7 @@ function (mode, x, y) {
 				return walkText(t, MAX_TEXT);
 			};
 			const out = {
-				tag, role, name: clip(name), inputType,
+				tag, role, name: clip(name), inputType, acts: who.acts,
 				autocomplete: (tag === "input" || tag === "select" || tag === "textarea" || tag === "form") ? clip(attr("autocomplete")) : "",
 				editable,
 				text: visibleText(),
@@ -140,6 +205,7 @@ function (mode, x, y) {
 				out.formAction = absURL((submitter && attr("formaction")) || fattr("action") || d.URL, d);
 				out.formMethod = ((submitter && attr("formmethod")) || fattr("method") || "get").toLowerCase();
 				if (out.formMethod !== "post" && out.formMethod !== "dialog") out.formMethod = "get";
+				out.formSubmit = buttonLabel(defaultButton(form));
 			}
 			if (link) {
 				out.href = absURL(getA(link, "href"), d);
@@ -147,6 +213,7 @@ function (mode, x, y) {
 				out.download = hasA(link, "download");
 			}
 			if (cross) out.cross = cross;
+			if (who.probe) out.probe = true;
 			return out;
 		},
 	};

@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spotter-harness/spotter/internal/chromeflags"
 	"github.com/spotter-harness/spotter/screen"
 	"github.com/spotter-harness/spotter/screen/vnc"
 )
@@ -102,16 +103,14 @@ func XTerm(args ...string) App {
 // the background traffic that a closed network makes pointless. It runs as
 // root with --no-sandbox, as containers need.
 func Chromium(url string) App {
-	return App{Argv: []string{
-		"chromium",
-		"--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--no-default-browser-check", "--password-store=basic",
+	argv := append([]string{"chromium"}, chromeflags.Args()...) // no traffic of its own
+	return App{Argv: append(argv,
+		"--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--password-store=basic",
 		"--test-type",                      // no infobar warning about --no-sandbox
 		"--user-data-dir=chromium-profile", // relative to the app's working directory, the desktop's home
 		"--start-maximized",
 		url,
-	}}
+	)}
 }
 
 // Desktop is a running Xvnc with its window manager and apps. The caller

@@ -40,14 +40,22 @@ func ExampleChromium() {
 	fmt.Println(strings.Join(app.Argv, "\n"))
 	// Output:
 	// chromium
+	// --disable-background-networking
+	// --disable-component-update
+	// --component-updater=url-source=http://localhost:0/
+	// --gaia-url=http://localhost:0/
+	// --disable-sync
+	// --disable-default-apps
+	// --disable-client-side-phishing-detection
+	// --disable-domain-reliability
+	// --no-pings
+	// --metrics-recording-only
+	// --no-first-run
+	// --no-default-browser-check
+	// --disable-features=Translate,AutofillServerCommunication,NetworkTimeServiceQuerying,OptimizationHints,OptimizationHintsFetching,OptimizationGuideModelDownloading,OptimizationGuideOnDeviceModel,MediaRouter,DialMediaRouteProvider
 	// --no-sandbox
 	// --disable-gpu
 	// --disable-dev-shm-usage
-	// --no-first-run
-	// --disable-background-networking
-	// --disable-component-update
-	// --disable-sync
-	// --no-default-browser-check
 	// --password-store=basic
 	// --test-type
 	// --user-data-dir=chromium-profile
