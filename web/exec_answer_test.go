@@ -1,8 +1,15 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/spotter-harness/spotter/internal/session"
 	"github.com/spotter-harness/spotter/screen"
@@ -43,5 +50,36 @@ func TestDoneJSON(t *testing.T) {
 	// empty one is an error, not an answer without a result.
 	if _, err := doneJSON(session.ExecResult{CallID: "x"}); err == nil {
 		t.Errorf("doneJSON(a result without a native result) = nil error")
+	}
+}
+
+// TestFailCanceled: a request whose session stopped under it answers 503
+// with Retry-After when the client is still there, or when this server is
+// draining (its requests end with it): another replica answers the same
+// request. Only a client that went away is answered 499.
+func TestFailCanceled(t *testing.T) {
+	for _, tt := range []struct {
+		name              string
+		clientGone, drain bool
+		want              int
+	}{
+		{"session stopped", false, false, http.StatusServiceUnavailable},
+		{"draining", true, true, http.StatusServiceUnavailable},
+		{"client gone", true, false, 499},
+	} {
+		s := &Server{log: slog.New(slog.DiscardHandler)}
+		s.draining.Store(tt.drain)
+		ctx, cancel := context.WithCancel(t.Context())
+		if tt.clientGone {
+			cancel()
+		}
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		c.Request = httptest.NewRequestWithContext(ctx, "POST", "/executor/sessions/s1/call", nil)
+		s.fail(c, fmt.Errorf("call: %w", context.Canceled))
+		cancel()
+		if w.Code != tt.want || (tt.want == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "") {
+			t.Errorf("%s: %d, Retry-After %q; want %d", tt.name, w.Code, w.Header().Get("Retry-After"), tt.want)
+		}
 	}
 }

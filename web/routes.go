@@ -178,6 +178,13 @@ func (s *Server) fail(c *gin.Context, err error) {
 		code, msg = http.StatusTooManyRequests, err.Error()
 	case errors.Is(err, session.ErrConflict), errors.Is(err, store.ErrConflict), errors.Is(err, session.ErrNoTakeover):
 		code, msg = http.StatusConflict, err.Error()
+	case errors.Is(err, context.Canceled) && (c.Request.Context().Err() == nil || s.draining.Load() || s.closing.Load()):
+		// Not the client's doing: the session stopped under the request,
+		// as a draining replica stops its sessions (and its server's
+		// requests) to hand them over. Another replica answers the same
+		// request again (a call id's result once).
+		unavailable(c, time.Second, "the session was stopped while answering, to be handed over to another replica; try again")
+		return
 	case errors.Is(err, context.Canceled):
 		code, msg = 499, "request canceled"
 	case errors.Is(err, os.ErrDeadlineExceeded):
