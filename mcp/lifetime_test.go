@@ -109,7 +109,7 @@ func TestDeleteClosesTheClientsSessions(t *testing.T) {
 	a, b := connect(), connect()
 	defer b.Close()
 	call(t, a, ToolComputer, map[string]any{"kind": "screenshot"}) // display 0: a's default
-	call(t, a, ToolOpenSession, nil)                                // display 1: a's own
+	call(t, a, ToolOpenSession, nil)                               // display 1: a's own
 	call(t, b, ToolComputer, map[string]any{"kind": "screenshot"}) // display 2: b's default
 	if err := a.Close(); err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"html/template"
 	"image"
-	"io"
 	_ "image/jpeg" // decode screenshot sizes
 	_ "image/png"
+	"io"
 	"math"
 	"net/http"
 	"os"
