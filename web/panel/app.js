@@ -229,14 +229,21 @@
     window.addEventListener('hashchange', route);
     setInterval(tickTimers, 1000);
 
+    // Only the operator's own scrolling (wheel, touch, keys, the
+    // scrollbar) stops the history following its newest entry: a scroll
+    // the page's layout caused (rows added or grown, the box resized and
+    // its scroll position clamped) does not.
+    for (const kind of ['wheel', 'touchstart', 'keydown', 'pointerdown']) {
+      $('timeline').addEventListener(kind, () => { state.operatorAt = Date.now(); }, { passive: true });
+    }
     $('timeline').addEventListener('scroll', () => {
       const ol = $('timeline');
       const atEnd = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
-      // A scroll event comes a frame after the scroll: rows added or grown
-      // since the history scrolled itself are not the operator scrolling
-      // up. Only a scroll up from where it was stops following.
-      state.follow = atEnd || (state.follow && ol.scrollTop >= state.followTop - 1);
+      const byOperator = Date.now() - (state.operatorAt || 0) < 1000;
+      if (atEnd) state.follow = true;
+      else if (byOperator && ol.scrollTop < state.followTop - 1) state.follow = false;
       state.followTop = ol.scrollTop;
+      if (state.follow && !atEnd && !byOperator) follow();
     });
     // Whether the browser is logged in, asked without a request that
     // fails: the login form shows without a 401 in the console.
