@@ -948,6 +948,10 @@ func (s *Server) routeSession(g *gin.Context, id string, forwarded bool) {
 	}
 	now := time.Now()
 	switch {
+	case o.Replica == c.id && !s.mgr.Has(id) && c.isAdopting(id):
+		// Claimed here since the check above (markAdopting comes before
+		// the claim), and not restored yet.
+		unavailable(g, time.Second, "this replica is taking the session over; try again")
 	case o.Replica == c.id:
 		g.Next() // owned here, not held in memory: the handler reads the store
 	case forwarded:
