@@ -18,15 +18,25 @@ demo: deps build ## run the demo task (a replayed Claude session on the built-in
 	@rm -rf runs/demo
 	./$(BIN) run $(DEMO) --out runs/demo
 
+# The integration step runs three packages at a time (most of a package's
+# time is spent waiting on browsers, sandboxes and servers), the slowest
+# first so that none of them starts last.
+SLOW_FIRST := ./web/ ./internal/matrix/ ./internal/e2e/ ./screen/playwright/ ./screen/cdp/ ./internal/bench/ \
+  ./cmd/spotter/ ./internal/runner/ ./internal/batch/
+
 test: deps ## vet, unit tests with -race, every test against a real Chromium, Xvnc and Playwright (the behaviour matrix among them, its table printed), the TypeScript clients
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	@mkdir -p runs && rm -f runs/matrix.md
-	SPOTTER_INTEGRATION=1 SPOTTER_MATRIX_TABLE=$(CURDIR)/runs/matrix.md $(GO) test -count=1 -timeout 30m ./... \
+	SPOTTER_INTEGRATION=1 SPOTTER_MATRIX_TABLE=$(CURDIR)/runs/matrix.md $(GO) test -count=1 -p 3 -timeout 30m $(SLOW_FIRST) ./... \
 	  || { cat runs/matrix.md 2>/dev/null; exit 1; }
 	@cat runs/matrix.md
-	SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/
-	cd clients/typescript && npm test
+	@# screen/cdp again in its other mode, and the TypeScript clients, side by side.
+	@(cd clients/typescript && npm test) > runs/npm-test.log 2>&1 & npm=$$!; \
+	  echo "SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/ (and cd clients/typescript && npm test)"; \
+	  SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/; cdp=$$?; \
+	  wait $$npm; ts=$$?; cat runs/npm-test.log; \
+	  [ $$cdp -eq 0 ] && [ $$ts -eq 0 ]
 
 bench: deps build ## spotter bench (step, capture, concurrency, sandbox, server, tokens against a same-run Playwright baseline), then the display benchmarks
 	./$(BIN) bench --json runs/bench/figures.jsonl

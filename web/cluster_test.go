@@ -369,6 +369,7 @@ func (c *client) events(id string) []sseEvent {
 // event stream is gap-free with each call and result once, and every
 // click ran once.
 func TestReplicas(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the replicas (the built binary, real Chromium, PostgreSQL)")
 	}

@@ -40,6 +40,7 @@ func chromiumProcesses(pid int) (browsers, renderers []int) {
 // call works. A fourth death within 10 minutes ends the session, saying
 // so. Deleting the session leaves no Chromium process.
 func TestExecutorBrowserCrash(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the browser crash test (real Chromium, the built binary)")
 	}

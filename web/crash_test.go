@@ -171,6 +171,7 @@ func TestCrashRestart(t *testing.T) {
 // that has not drawn the page since it loaded dropped it, and the call
 // still answered that it ran.
 func TestClickAfterRestart(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the crash tests (real Chromium, the built binary, kill -9)")
 	}

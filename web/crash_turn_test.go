@@ -158,6 +158,7 @@ func noPaths(t *testing.T, e *env, id, data string) {
 // answered before. TestCrashRestart covers a turn killed with an approval
 // pending.
 func TestCrashEachStage(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the crash tests (real Chromium, the built binary, kill -9)")
 	}

@@ -92,6 +92,7 @@ func toldUnknown(t *testing.T, body json.RawMessage, id string) {
 // of an agent session and to the client of an executor session retrying
 // its call.
 func TestKillBetweenPerformAndStore(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the crash tests (real Chromium, the built binary, kill -9)")
 	}
@@ -184,6 +185,7 @@ func mustRequest(t *testing.T, method, url string, body json.RawMessage) *http.R
 // replica that adopts the session does not click again, and the model is
 // told the outcome is unknown.
 func TestKillBetweenPerformAndStoreAdopted(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the replicas (the built binary, real Chromium, PostgreSQL)")
 	}

@@ -274,6 +274,7 @@ func (r *otlpReceiver) ofTrace(id string) []span {
 // replicas, then the metrics of several (which ends by draining one
 // replica).
 func TestObservability(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the observability tests (two replicas, PostgreSQL, real Chromium)")
 	}

@@ -120,6 +120,7 @@ func (c *pauseClient) longestGap(from, to time.Time) time.Duration {
 // that every call was answered, none failed, and every session ends on a
 // new replica.
 func TestRollingUpdate(t *testing.T) {
+	t.Parallel() // its servers are processes of their own
 	if !integration() {
 		t.Skip("SPOTTER_INTEGRATION=1 runs the rolling update (the built binary, real Chromium, PostgreSQL)")
 	}

@@ -9,8 +9,10 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -32,6 +34,14 @@ import (
 
 func encoded(t testing.TB, f screen.Format, w, h int) []byte {
 	t.Helper()
+	type key struct {
+		f    screen.Format
+		w, h int
+	}
+	k := key{f, w, h}
+	if b, ok := encodedImages.Load(k); ok {
+		return slices.Clone(b.([]byte))
+	}
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	var buf bytes.Buffer
 	var err error
@@ -43,8 +53,14 @@ func encoded(t testing.TB, f screen.Format, w, h int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	encodedImages.Store(k, buf.Bytes())
+	return slices.Clone(buf.Bytes())
 }
+
+// encodedImages are encoded's images, by format and size: a fake frame
+// loop asks for hundreds of the same (TestFrameGrab), each an encoding
+// that takes a second under the race detector.
+var encodedImages sync.Map
 
 func TestImageSize(t *testing.T) {
 	tests := []struct {
