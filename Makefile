@@ -20,23 +20,24 @@ demo: deps build ## run the demo task (a replayed Claude session on the built-in
 
 # The integration step runs three packages at a time (most of a package's
 # time is spent waiting on browsers, sandboxes and servers), the slowest
-# first so that none of them starts last.
+# first so that none of them starts last. screen/cdp in its screencast mode
+# and the TypeScript clients' tests (both mostly waiting too) run beside
+# vet and the -race step; their output is printed after it.
 SLOW_FIRST := ./web/ ./internal/matrix/ ./internal/e2e/ ./screen/playwright/ ./screen/cdp/ ./internal/bench/ \
   ./cmd/spotter/ ./internal/runner/ ./internal/batch/
+SCREENCAST := SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/
 
 test: deps ## vet, unit tests with -race, every test against a real Chromium, Xvnc and Playwright (the behaviour matrix among them, its table printed), the TypeScript clients
-	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
-	@mkdir -p runs && rm -f runs/matrix.md
+	@mkdir -p runs && rm -f runs/matrix.md runs/screencast.* runs/npm-test.*
+	@echo "beside the next two steps: $(SCREENCAST); cd clients/typescript && npm test"
+	@{ $(SCREENCAST) > runs/screencast.log 2>&1; echo $$? > runs/screencast.rc; } & \
+	  { (cd clients/typescript && npm test) > runs/npm-test.log 2>&1; echo $$? > runs/npm-test.rc; } & \
+	  $(GO) vet ./... && $(GO) test -race -count=1 ./...; rc=$$?; wait; \
+	  echo "--- $(SCREENCAST)"; cat runs/screencast.log; echo "--- cd clients/typescript && npm test"; cat runs/npm-test.log; \
+	  [ $$rc -eq 0 ] && [ "$$(cat runs/screencast.rc)" = 0 ] && [ "$$(cat runs/npm-test.rc)" = 0 ]
 	SPOTTER_INTEGRATION=1 SPOTTER_MATRIX_TABLE=$(CURDIR)/runs/matrix.md $(GO) test -count=1 -p 3 -timeout 30m $(SLOW_FIRST) ./... \
 	  || { cat runs/matrix.md 2>/dev/null; exit 1; }
 	@cat runs/matrix.md
-	@# screen/cdp again in its other mode, and the TypeScript clients, side by side.
-	@(cd clients/typescript && npm test) > runs/npm-test.log 2>&1 & npm=$$!; \
-	  echo "SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/ (and cd clients/typescript && npm test)"; \
-	  SPOTTER_CDP_MODE=screencast SPOTTER_INTEGRATION=1 $(GO) test -count=1 ./screen/cdp/; cdp=$$?; \
-	  wait $$npm; ts=$$?; cat runs/npm-test.log; \
-	  [ $$cdp -eq 0 ] && [ $$ts -eq 0 ]
 
 bench: deps build ## spotter bench (step, capture, concurrency, sandbox, server, tokens against a same-run Playwright baseline), then the display benchmarks
 	./$(BIN) bench --json runs/bench/figures.jsonl

@@ -41,6 +41,10 @@ import (
 // when a live frame is due. In Screencast mode a capture shows only its
 // own screenshot.
 
+// liveEchoLooks is how many looks after its own capture the live view
+// takes one more frame for that capture's (live.echo).
+const liveEchoLooks = 3
+
 // liveQuality is the JPEG quality of live frames by default.
 const liveQuality = 60
 
@@ -53,10 +57,11 @@ type live struct {
 	seq     int       // the display's capture count at the last look; -1 before it
 	settled time.Time // when the view saw that a capture had run
 	drawn   int64     // Screencast: the page's frame count at the last look
-	// echo says, in Screencast mode, that the view captured the page at
-	// its last look: the one frame that capture drew may be counted as
-	// the page's (it can come late, under load).
-	echo bool
+	// echo counts, in Screencast mode, the looks that may still see the
+	// one frame the view's own capture drew at its last look: that frame
+	// can come late under load, after the next look, and taken for the
+	// page's it made the view capture a static page every other look.
+	echo int
 	sent []byte // the last frame handed on
 	// ticks counts the looks at the page the view has taken, and grabs
 	// its captures (tests wait on them).
@@ -102,7 +107,7 @@ func (l *live) start(o screen.LiveOptions, each func(screen.LiveFrame)) error {
 	if l.each != nil {
 		return errWatched
 	}
-	l.each, l.o, l.last, l.seq, l.settled, l.drawn, l.echo, l.sent = each, o, time.Time{}, -1, time.Time{}, -1, false, nil
+	l.each, l.o, l.last, l.seq, l.settled, l.drawn, l.echo, l.sent = each, o, time.Time{}, -1, time.Time{}, -1, 0, nil
 	return nil
 }
 
@@ -192,8 +197,17 @@ func (d *Display) liveChanged(ctx context.Context) (bool, error) {
 		l := &d.live
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		changed := n != l.drawn && !(l.echo && n == l.drawn+1)
-		l.drawn, l.echo = n, false
+		drew := n - l.drawn
+		changed := drew != 0
+		switch {
+		case l.echo > 0 && drew == 1: // the view's own capture's frame
+			changed, l.echo = false, 0
+		case drew != 0:
+			l.echo = 0
+		case l.echo > 0:
+			l.echo--
+		}
+		l.drawn = n
 		return changed, nil
 	}
 	after := f.afterShot
@@ -238,7 +252,7 @@ func (d *Display) liveGrab(ctx context.Context) (screen.LiveFrame, error) {
 	} else {
 		data, err = d.r.grab(ctx, req, scroll) // Screencast's grab brackets its own redraw
 		d.live.mu.Lock()
-		d.live.drawn, d.live.echo = d.state.frameCount(), true
+		d.live.drawn, d.live.echo = d.state.frameCount(), liveEchoLooks
 		d.live.mu.Unlock()
 	}
 	if err != nil {
