@@ -166,11 +166,13 @@ func (c *committer) isClosed() bool {
 // group runs rs in one transaction, each in a savepoint when there are
 // several. It returns each write's error (a failed commit is every one's),
 // or retry when the group was rolled back for a retryable error, or down
-// when the database could not be reached or the connection broke before
-// the commit: nothing was stored, and the group can run again as it is.
+// when the database could not be reached, the connection broke before the
+// commit, or the server answered the commit that it is shutting down:
+// nothing was stored, and the group can run again as it is.
 func (c *committer) group(rs []*request) (errs []error, retry, down bool) {
 	errs = make([]error, len(rs))
 	lost := func(err error) bool { return c.d.disconnected != nil && c.d.disconnected(err) }
+	rolledBack := func(err error) bool { return c.d.rolledBack != nil && c.d.rolledBack(err) }
 	fail := func(err error) ([]error, bool, bool) {
 		for i := range errs {
 			errs[i] = err
@@ -192,7 +194,11 @@ func (c *committer) group(rs []*request) (errs []error, retry, down bool) {
 			errs[0] = err
 			return errs, false, false
 		}
-		errs[0] = tx.Commit()
+		err = tx.Commit()
+		if rolledBack(err) {
+			return fail(err)
+		}
+		errs[0] = err
 		return errs, false, false
 	}
 	for i, r := range rs {
@@ -236,7 +242,11 @@ func (c *committer) group(rs []*request) (errs []error, retry, down bool) {
 		}
 		errs[i] = err
 	}
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	if rolledBack(err) {
+		return fail(err)
+	}
+	if err != nil {
 		err = fmt.Errorf("commit: %w", err)
 		for i := range errs {
 			if errs[i] == nil {

@@ -26,6 +26,12 @@ type db struct {
 	// reached or the connection was lost; writes then wait for it (see
 	// committer.commit). nil: never (SQLite).
 	disconnected func(error) bool
+	// rolledBack reports an error the server answered a COMMIT with as it
+	// ended the connection (a shutdown): the transaction was not
+	// committed, so the writes can run again once the server is back. A
+	// connection lost without an answer leaves the outcome unknown, and
+	// is not retried. nil: never (SQLite).
+	rolledBack func(error) bool
 	// stmts holds the prepared statements of the writes every step makes
 	// (query → *sql.Stmt), each prepared once per connection (exec).
 	stmts sync.Map

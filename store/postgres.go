@@ -49,6 +49,7 @@ func openPostgres(ctx context.Context, dsn string) (*db, error) {
 			return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 		},
 		disconnected: pgDisconnected,
+		rolledBack:   pgShutdownAnswer,
 	}
 	d.startCommitter()
 	return d, nil
@@ -68,6 +69,15 @@ func pgDisconnected(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.SafeToRetry(err)
+}
+
+// pgShutdownAnswer reports whether err is the server's answer that it is
+// shutting down or restarting (admin_shutdown, crash_shutdown,
+// cannot_connect_now): an error answered to a COMMIT means the
+// transaction was rolled back.
+func pgShutdownAnswer(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03")
 }
 
 // redactDSN hides a password in a DSN meant for an error message.
