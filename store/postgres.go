@@ -61,9 +61,8 @@ func openPostgres(ctx context.Context, dsn string) (*db, error) {
 func pgDisconnected(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		// connection_exception, admin_shutdown, crash_shutdown,
-		// cannot_connect_now (starting up or shutting down)
-		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+		// connection_exception, or the server shutting down or starting up
+		return strings.HasPrefix(pe.Code, "08") || pgShutdownAnswer(err)
 	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
