@@ -271,7 +271,7 @@ func TestUnsureTextIsMaskedButRedactedOnlyWhenSecret(t *testing.T) {
 // them, and one naming an older screenshot is told so instead of being
 // mapped with a geometry nobody keeps any more.
 func TestExecutorKeepsTheNewestFrames(t *testing.T) {
-	d := &screentest.Fake{}
+	d := &screentest.Fake{Viewport: screen.Size{W: 64, H: 40}} // small: 266 captures (22 s at 1280x800 under -race)
 	e, err := harness.NewExecutor(harness.ExecutorConfig{Display: d, Policy: permissive})
 	if err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func TestClickMapsWithTheFrameTheModelSaw(t *testing.T) {
 // gives the model an error result with a screenshot, runs nothing, and the
 // run goes on to the next turn.
 func TestBadInputBecomesErrorResults(t *testing.T) {
-	big := strings.Repeat("x", 10<<20)
+	big := strings.Repeat("x", 1<<20) // 100 times the limit
 	tests := []struct {
 		name, batch, wantErr string
 	}{
@@ -94,7 +94,7 @@ func TestBadInputBecomesErrorResults(t *testing.T) {
 		{"out of image", `[{type: click, x: 1100, y: 20}]`, "outside"},
 		{"far negative", `[{type: click, x: -50, y: 20}]`, "outside"},
 		{"unknown key", `[{type: keypress, keys: ["CTRL", "Pgdwn"]}]`, "Pgdwn"},
-		{"10 MB text", `[{type: type, text: "` + big + `"}]`, "limit"},
+		{"1 MB text", `[{type: type, text: "` + big + `"}]`, "limit"},
 		{"drag of one point", `[{type: drag, path: [{x: 1, y: 1}]}]`, "path"},
 	}
 	for _, tt := range tests {

@@ -16,8 +16,9 @@ import (
 )
 
 // memorySessions is how many sessions of each set-up are held open at once
-// to measure the memory of one.
-const memorySessions = 4
+// to measure the memory of one: four, or the rounds (at least two) in a
+// shorter run.
+func (r *runner) memorySessions() int { return min(4, max(r.o.Rounds, 2)) }
 
 // A starter opens one session of a set-up of the start section, at url.
 type starter struct {
@@ -73,7 +74,7 @@ func (r *runner) start(ctx context.Context) error {
 	}
 
 	url := r.site.url(pageStatic)
-	rounds := max(r.o.Rounds/3, 3)
+	rounds := max(r.o.Rounds/3, 1) // each round starts every set-up, sandboxes among them
 	took := make([][]time.Duration, len(starters))
 	var pwLaunch, pwContext []time.Duration
 	var launchShots, contextShots []shotCheck
@@ -160,13 +161,14 @@ func (s *sandboxes) full(ctx context.Context) error {
 	}
 }
 
-// startMemory holds memorySessions sessions of each set-up open at the
+// startMemory holds r.memorySessions() sessions of each set-up open at the
 // benchmark's page and reports the memory of one, and where it goes. A
 // host set-up's is the growth of the PSS of this process's descendants
 // (the baseline's processes, which stay as they are, aside); a sandbox's is
 // its cgroup's charge, which counts its tmpfs and page cache too.
 func (r *runner) startMemory(ctx context.Context, starters []starter, cold, warm *sandboxes, baselinePid int) error {
 	url := r.site.url(pageStatic)
+	n := r.memorySessions()
 	ours := func() ([]int, error) {
 		ps, err := descendants(os.Getpid())
 		if err != nil {
@@ -184,7 +186,7 @@ func (r *runner) startMemory(ctx context.Context, starters []starter, cold, warm
 			return err
 		}
 		var ds []display
-		for range memorySessions {
+		for range n {
 			d, err := s.open(ctx, url)
 			if err == nil {
 				_, err = d.Capture(ctx, screen.CaptureOptions{Size: modelSize, Format: screen.PNG})
@@ -202,7 +204,7 @@ func (r *runner) startMemory(ctx context.Context, starters []starter, cold, warm
 				closeAll(ctx, ds)
 				return err
 			}
-			f.Value = float64(total) / memorySessions / 1e6
+			f.Value = float64(total) / float64(n) / 1e6
 			f.target("<= 70 MB", f.Value <= 70)
 			f.Note = fmt.Sprintf("its cgroup's memory.current; one sandbox: %s", sandboxBreakdown(cold.ids()))
 		} else {
@@ -212,11 +214,11 @@ func (r *runner) startMemory(ctx context.Context, starters []starter, cold, warm
 				return err
 			}
 			added := slices.DeleteFunc(slices.Clone(after), func(p int) bool { return slices.Contains(before, p) })
-			f.Value = float64(sumPSS(after)-sumPSS(before)) / memorySessions / 1e6
+			f.Value = float64(sumPSS(after)-sumPSS(before)) / float64(n) / 1e6
 			if s.name == "shared browser, a new context" {
 				f.target("<= 20 MB", f.Value <= 20)
 			}
-			f.Note = fmt.Sprintf("PSS growth over %d sessions; new processes: %s", memorySessions, byType(added))
+			f.Note = fmt.Sprintf("PSS growth over %d sessions; new processes: %s", n, byType(added))
 		}
 		r.report(f)
 		closeAll(ctx, ds)
