@@ -164,6 +164,7 @@ func TestRunSmall(t *testing.T) {
 		"shared browser, a context per session: 2 sessions, steps back to back",
 		"shared browser, a new context: create to first screenshot", "a browser of its own: create to first screenshot",
 		"baseline playwright: launch, new page, goto, screenshot", "shared browser, a new context: memory per session",
+		"a browser of its own, readied on a blank page: create to first screenshot",
 	} {
 		f, ok := byName[name]
 		if !ok {
