@@ -25,7 +25,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	sections := fs.String("sections", strings.Join(bench.Sections, ","), "sections to run, comma-separated")
 	rounds := fs.Int("rounds", 30, "samples per configuration")
-	maxSessions := fs.Int("max-sessions", 32, "the concurrency ramp's cap")
+	maxSessions := fs.Int("max-sessions", 32, "the concurrency ramp's cap (its levels go up to 128)")
 	steps := fs.Int("steps", 8, "steps per session at each level of the concurrency ramp")
 	think := fs.Duration("think", 0, "each session's wait between steps in the concurrency ramp, standing for the model's turn (0: back to back)")
 	jsonOut := fs.String("json", filepath.Join("runs", "bench", "figures.jsonl"), "write one JSON line per figure here")
