@@ -31,7 +31,9 @@ import (
 // timeout and by maxTimerWait.
 //
 // A callback is counted only if it was scheduled within timerWindow of an
-// input event (a pointer, key, wheel or form event), or within timerWindow
+// input event (a pointer, key, wheel or form event; its time is moved to
+// the first animation frame after it, as frames are held until a capture
+// asks for one, however late that is), or within timerWindow
 // of the start of a counted callback, up to a chain depth (timerDepth
 // for setTimeout, rafDepth for animation frames); a setTimeout is counted
 // only if its delay is at most maxTimerDelay. A callback that schedules
@@ -178,11 +180,22 @@ var timerScript = `const [` + animProbeName + `, ` + frameProbeName + `] = (() =
 		o.length = n;
 		return o;
 	};
-	let lastInput = -1e9, lastFire = -1e9, fireDepth = 0, running = null, pending = 0;
+	let lastInput = -1e9, lastFire = -1e9, fireDepth = 0, running = null, pending = 0, inputs = 0;
 	const send = () => { try { report("" + pending); } catch (e) {} };
 	for (const type of ["pointerdown", "pointerup", "pointerover", "mousedown", "mouseup", "click", "dblclick",
 		"contextmenu", "keydown", "keyup", "input", "change", "submit", "wheel", "focusin", "drop"])
-		addEventListener(type, () => { lastInput = now(); }, {capture: true, passive: true});
+		addEventListener(type, () => { lastInput = now(); inputs++; }, {capture: true, passive: true});
+	// frame notes the animation frame of time ft: the first to run since
+	// an input event moves the input's time to it. While frames are held
+	// the wall time from an input to the next frame is the capture's (a
+	// screenshot asked for seconds after a click), not the page's, and
+	// the windows below are of the page's time after the input.
+	let frameTime = -1, frameInputs = 0;
+	const frame = ft => {
+		if (ft === frameTime) return;
+		frameTime = ft;
+		if (frameInputs !== inputs) { frameInputs = inputs; lastInput = now(); }
+	};
 
 	// Script animations: loops that change the page. anim counts short
 	// intervals until their first run and while their runs change the
@@ -302,6 +315,7 @@ var timerScript = `const [` + animProbeName + `, ` + frameProbeName + `] = (() =
 				stepDone(mine); delete stepOf[id];
 				running = fn;
 				if (c) { lastFire = now(); fireDepth = d + 1; }
+				if (!timeouts) frame(a[0]);
 				try { return tracked(fn, this, a, c || now() - lastInput <= window, chain); }
 				finally { running = prev; if (c) { pending--; send(); } }
 			};
