@@ -5,6 +5,11 @@
 // baseline is compared with it rather than with a fixed number, and the
 // configurations of a section run interleaved, round by round.
 //
+// Every run begins with the machine's figures (machine.go): the cost of a
+// page fault on fresh anonymous and shared memory and of a system call,
+// with the kernel's transparent huge page settings, without which figures
+// of runs on different machines do not compare.
+//
 // Sections:
 //   - step: a click in, a settled model-sized screenshot out, at DPR 1 and 2,
 //     on a static page and on a page that loads and animates after the click,
@@ -57,8 +62,10 @@ import (
 	"github.com/spotter-harness/spotter/internal/stats"
 )
 
-// Sections lists the sections in the order they run.
-var Sections = []string{"tokens", "context", "capture", "step", "start", "concurrency", "mcp", "sandbox", "server", "live"}
+// Sections lists the sections in the order they run. The machine's
+// figures come first in every run; `--sections machine` asks for them
+// alone.
+var Sections = []string{"machine", "tokens", "context", "capture", "step", "start", "concurrency", "mcp", "sandbox", "server", "live"}
 
 // viewportPt is the viewport of every page, as a point for scaling.
 var viewportPt = actions.Pt(1280, 800)
@@ -171,12 +178,14 @@ func Run(ctx context.Context, o Options) ([]Figure, error) {
 	}
 	defer s.Close()
 	r := &runner{o: o, site: s, report: report}
+	r.machine()
 	for _, name := range Sections {
 		if !o.runs(name) {
 			continue
 		}
 		var err error
 		switch name {
+		case "machine": // measured above, in every run
 		case "tokens":
 			err = r.tokens(ctx)
 		case "context":

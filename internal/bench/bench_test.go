@@ -209,3 +209,32 @@ func TestGuards(t *testing.T) {
 		}
 	}
 }
+
+// Every run starts with the machine's page fault and system call costs,
+// each a positive time, the page faults beside the huge page settings.
+func TestMachineFigures(t *testing.T) {
+	var got []Figure
+	r := &runner{report: func(f Figure) { got = append(got, f) }}
+	r.machine()
+	if len(got) != 3 {
+		t.Fatalf("machine figures = %+v, want 3", got)
+	}
+	for _, f := range got {
+		if f.Section != "machine" || f.Unit != "µs" || f.Value <= 0 {
+			t.Errorf("figure %+v: want a positive time in µs of section machine", f)
+		}
+		if strings.HasPrefix(f.Name, "page fault") && !strings.Contains(f.Note, "transparent huge pages") {
+			t.Errorf("figure %q does not name the huge page setting: %q", f.Name, f.Note)
+		}
+	}
+	for in, want := range map[string]string{
+		"always [madvise] never\n":                       "madvise",
+		"always within_size advise [never] deny force\n": "never",
+		"[always] defer defer+madvise madvise never\n":   "always",
+		"garbage": "unknown",
+	} {
+		if got := selected([]byte(in)); got != want {
+			t.Errorf("selected(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
