@@ -165,6 +165,7 @@ func TestRunSmall(t *testing.T) {
 		"shared browser, a new context: create to first screenshot", "a browser of its own: create to first screenshot",
 		"baseline playwright: launch, new page, goto, screenshot", "shared browser, a new context: memory per session",
 		"a browser of its own, readied on a blank page: create to first screenshot",
+		"page fault, shared memory (memfd), per 4 KiB page", // every run's first figures
 	} {
 		f, ok := byName[name]
 		if !ok {
