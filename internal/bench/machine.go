@@ -62,13 +62,8 @@ func (r *runner) machine() {
 // unmaps them, and returns the time per page.
 func touchAnon(pages int) (time.Duration, error) {
 	t := time.Now()
-	b, err := unix.Mmap(-1, 0, pages*4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		return 0, fmt.Errorf("mmap: %w", err)
-	}
-	touch(b)
-	if err := unix.Munmap(b); err != nil {
-		return 0, fmt.Errorf("munmap: %w", err)
+	if err := touchMapped(-1, pages, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS); err != nil {
+		return 0, err
 	}
 	return time.Since(t) / time.Duration(pages), nil
 }
@@ -86,21 +81,26 @@ func touchMemfd(pages int) (time.Duration, error) {
 	if err := f.Truncate(int64(pages) * 4096); err != nil {
 		return 0, err
 	}
-	b, err := unix.Mmap(fd, 0, pages*4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return 0, fmt.Errorf("mmap: %w", err)
-	}
-	touch(b)
-	if err := unix.Munmap(b); err != nil {
-		return 0, fmt.Errorf("munmap: %w", err)
+	if err := touchMapped(fd, pages, unix.MAP_SHARED); err != nil {
+		return 0, err
 	}
 	return time.Since(t) / time.Duration(pages), nil
 }
 
-func touch(b []byte) {
+// touchMapped maps pages of fd (-1: anonymous memory), writes a byte to
+// each, and unmaps them.
+func touchMapped(fd, pages, flags int) error {
+	b, err := unix.Mmap(fd, 0, pages*4096, unix.PROT_READ|unix.PROT_WRITE, flags)
+	if err != nil {
+		return fmt.Errorf("mmap: %w", err)
+	}
 	for i := 0; i < len(b); i += 4096 {
 		b[i] = 1
 	}
+	if err := unix.Munmap(b); err != nil {
+		return fmt.Errorf("munmap: %w", err)
+	}
+	return nil
 }
 
 var bracketed = regexp.MustCompile(`\[([a-z_+]+)\]`)
