@@ -36,7 +36,9 @@
 //     stepping), frames while it does not, and the latency from a change
 //     of the page to the client (live.go).
 //   - guard (after the others): the step, overhead and concurrency figures
-//     of this run against the floors issue 17 measured (guard.go).
+//     of this run against the floors issue 17 measured, and the starts
+//     (each against its floor in the same run) and a sandbox's memory
+//     against issue 33's (guard.go).
 //   - context: a scripted 50-step task through each provider adapter
 //     against its fake endpoint, once per context strategy (Spotter's
 //     policy, every screenshot every time, the provider's reference

@@ -185,20 +185,32 @@ func TestRunSmall(t *testing.T) {
 }
 
 // The guard section compares this run's step, overhead and concurrency
-// figures with issue 17's floors, and says which fell below.
+// figures with issue 17's floors and its starts and memory with issue
+// 33's, and says which fell below.
 func TestGuards(t *testing.T) {
 	figs := []Figure{
 		{Name: "spotter frame-control dpr1 static", Ratio: 2.6},
 		{Name: "spotter frame-control dpr2 static", Ratio: 4.0},
 		{Name: "executor API overhead, paired (each round's round trip minus its step)", N: 20, P50: 2.9},
 		{Name: "shared browser, a context per session: most sessions with p95 step < 250 ms, steps back to back", Value: 2},
+		// Issue 33's: the warm start against its floor in the same run
+		// (250/150 = 1.67x, met), the cold start against a browser of its
+		// own (2000/800 = 2.5x, missed), and a sandbox's memory.
+		{Name: "containerd sandbox, warm pool: create to first screenshot", N: 5, P50: 250},
+		{Name: "a browser of its own, readied on a blank page: create to first screenshot", N: 5, P50: 150},
+		{Name: "containerd sandbox, cold: create to first screenshot", N: 5, P50: 2000},
+		{Name: "a browser of its own: create to first screenshot", N: 5, P50: 800},
+		{Name: "containerd sandbox, cold: memory per session", Unit: "MB", Value: 101},
 	}
 	var got []Figure
 	guards(figs, func(f Figure) { got = append(got, f) })
 	want := map[string]bool{
-		"step, DPR 1, static page: times faster than Playwright": true,
-		"step, DPR 2, static page: times faster than Playwright": false,
-		"executor API overhead, paired p50":                      true,
+		"step, DPR 1, static page: times faster than Playwright":           true,
+		"step, DPR 2, static page: times faster than Playwright":           false,
+		"executor API overhead, paired p50":                                true,
+		"warm sandbox's first screenshot: times the floor of a warm start": true,
+		"cold sandbox's first screenshot: times a browser of its own":      false,
+		"memory per sandboxed session":                                     true,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("guards = %+v, want %d figures (none for a ramp without think time)", got, len(want))
@@ -208,6 +220,15 @@ func TestGuards(t *testing.T) {
 		if !ok || g.Met == nil || *g.Met != met || g.Section != "guard" {
 			t.Errorf("guard %q met=%v, want %v", g.Name, g.Met, met)
 		}
+		if strings.HasPrefix(g.Name, "warm sandbox") && (g.Value < 1.66 || g.Value > 1.67 || !strings.Contains(g.Target, "issue 33")) {
+			t.Errorf("warm start guard = %+v, want 1.67x against issue 33's floor", g)
+		}
+	}
+	// Without its floor in the run, a ratio guard says nothing.
+	got = nil
+	guards([]Figure{{Name: "containerd sandbox, warm pool: create to first screenshot", N: 5, P50: 250}}, func(f Figure) { got = append(got, f) })
+	if len(got) != 0 {
+		t.Errorf("guards without the floor's figure = %+v, want none", got)
 	}
 }
 
