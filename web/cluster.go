@@ -525,10 +525,17 @@ func (c *cluster) claimAll(ctx context.Context, unit []store.Owner, now time.Tim
 // claim takes one orphan over and resumes it here.
 func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
 	if _, err := c.st.ClaimSession(ctx, o.Session, c.id, o.Epoch, now); err != nil {
-		if !errors.Is(err, store.ErrConflict) {
-			c.log.Warn("claim an orphaned session", "session", o.Session, "err", err)
+		if errors.Is(err, store.ErrConflict) || !c.claimed(ctx, o) {
+			if !errors.Is(err, store.ErrConflict) {
+				c.log.Warn("claim an orphaned session", "session", o.Session, "err", err)
+			}
+			return
 		}
-		return
+		// The claim took effect though its answer was lost (its deadline
+		// passed during the commit): the session is this replica's in
+		// the store, and no other replica will adopt it, so this one
+		// must.
+		c.log.Warn("claim of an orphaned session took effect, its answer lost", "session", o.Session, "err", err)
 	}
 	// Restoring a session does not wait for its browser: the resumed
 	// run opens it. The store work is bounded by the server's life, not
@@ -544,6 +551,21 @@ func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
 		args = append(args, "lease_lapsed_ago", now.Sub(o.Expires).Round(time.Millisecond))
 	}
 	c.log.Info("adopted session", args...)
+}
+
+// claimed reports whether this replica's claim of o, answered by an
+// error other than a conflict, took effect all the same, by reading the
+// session's owner again with a deadline of its own.
+func (c *cluster) claimed(ctx context.Context, o store.Owner) bool {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ttl/3)
+	defer cancel()
+	cur, err := c.st.Owner(rctx, o.Session)
+	if err != nil {
+		c.log.Error("read the owner of a session after a failed claim: if the claim took effect, the session is owned here and not served until this replica restarts",
+			"session", o.Session, "err", err)
+		return false
+	}
+	return cur.Replica == c.id && cur.Epoch == o.Epoch+1
 }
 
 // isAdopting reports whether a session is being claimed and restored here.

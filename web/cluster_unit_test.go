@@ -45,6 +45,13 @@ func newInProcessReplica(t *testing.T, id, db string) *inProcessReplica {
 // a retention and a lease (0: 1.5s).
 func newInProcessReplicaWith(t *testing.T, id, db, data string, retain web.Retention, lease time.Duration) *inProcessReplica {
 	t.Helper()
+	return newInProcessReplicaHooked(t, id, db, data, retain, lease, nil)
+}
+
+// newInProcessReplicaHooked is newInProcessReplicaWith that calls
+// beforeStart (when not nil) between web.New and Start.
+func newInProcessReplicaHooked(t *testing.T, id, db, data string, retain web.Retention, lease time.Duration, beforeStart func(*web.Server)) *inProcessReplica {
+	t.Helper()
 	var h http.Handler
 	var mu sync.Mutex
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +70,9 @@ func newInProcessReplicaWith(t *testing.T, id, db, data string, retain web.Reten
 		}})
 	if err != nil {
 		t.Fatalf("web.New(%s): %v", id, err)
+	}
+	if beforeStart != nil {
+		beforeStart(srv)
 	}
 	if err := srv.Start(t.Context()); err != nil {
 		t.Fatalf("Start: %v", err)
@@ -152,6 +162,59 @@ func TestClusterInProcess(t *testing.T) {
 		t.Errorf("POST /session/%s on the adopter = %v, want a turn to end_turn", id, k)
 	}
 	checkSeq(t, e, id)
+}
+
+// lostAnswerStore commits every claim of a session and then answers as
+// if its deadline had passed during the commit.
+type lostAnswerStore struct {
+	store.Store
+	mu   sync.Mutex
+	lost int
+}
+
+func (s *lostAnswerStore) ClaimSession(ctx context.Context, session, replica string, epoch int64, at time.Time) (store.Owner, error) {
+	if _, err := s.Store.ClaimSession(ctx, session, replica, epoch, at); err != nil {
+		return store.Owner{}, err
+	}
+	s.mu.Lock()
+	s.lost++
+	s.mu.Unlock()
+	return store.Owner{}, context.DeadlineExceeded
+}
+
+// A claim that took effect though its answer was lost (a deadline passed
+// during the commit) still ends in an adopted session: the store says
+// the claimant owns it, so no other replica ever will.
+func TestClaimAnswerLost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "shared.db")
+	a := newInProcessReplica(t, "a", db)
+	lost := &lostAnswerStore{}
+	b := newInProcessReplicaHooked(t, "b", db, t.TempDir(), web.Retention{}, 0, func(s *web.Server) {
+		web.WrapClusterStore(s, func(st store.Store) store.Store { lost.Store = st; return lost })
+	})
+	e := &env{t: t, base: a.http.URL}
+	resp, _ := e.stream("PUT", "/session", spec("Say done", nil))
+	id := resp.Header.Get("X-Session-Id")
+	if by := resp.Header.Get(web.HeaderReplica); by != "a" {
+		t.Fatalf("PUT /session on a, both empty, placed on %q: want a (a tie stays where it was asked)", by)
+	}
+	a.close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, by := get(t, b.http.URL, "/session/"+id)
+		if code == http.StatusOK && by == "b" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /session/%s after a closed and b's claim lost its answer = %d from %q, want 200 from b", id, code, by)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	lost.mu.Lock()
+	defer lost.mu.Unlock()
+	if lost.lost == 0 {
+		t.Error("no claim lost its answer: the test did not test it")
+	}
 }
 
 // startReplicaErr starts a replica like newInProcessReplica, and returns

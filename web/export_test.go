@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"time"
+
+	"github.com/spotter-harness/spotter/store"
 )
 
 // RetentionPass is what one pass of retention did.
@@ -34,4 +36,10 @@ func StopRateLimitClock(s *Server) {
 	s.limits.mu.Lock()
 	s.limits.now = func() time.Time { return t }
 	s.limits.mu.Unlock()
+}
+
+// WrapClusterStore makes s's cluster use wrap(its store): called between
+// New and Start, before the cluster's loop reads it.
+func WrapClusterStore(s *Server, wrap func(store.Store) store.Store) {
+	s.cluster.st = wrap(s.cluster.st)
 }

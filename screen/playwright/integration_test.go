@@ -171,7 +171,10 @@ func TestHoldKeyCanceled(t *testing.T) {
 }
 
 func TestHungPage(t *testing.T) {
-	d := newDisplay(t, DisplayConfig{CommandTimeout: time.Second, SettleTimeout: 500 * time.Millisecond})
+	// The command timeout leaves room for a busy machine's first capture
+	// of the page before it hangs (over 1 s once, three test packages at
+	// a time on two cores); the hung page never answers within any.
+	d := newDisplay(t, DisplayConfig{CommandTimeout: 3 * time.Second, SettleTimeout: 500 * time.Millisecond})
 	load(t, d, pages(t).URL+"/hang")
 	perform(t, d, click(100, 100))
 	start := time.Now()
