@@ -525,10 +525,11 @@ func (c *cluster) claimAll(ctx context.Context, unit []store.Owner, now time.Tim
 // claim takes one orphan over and resumes it here.
 func (c *cluster) claim(ctx context.Context, o store.Owner, now time.Time) {
 	if _, err := c.st.ClaimSession(ctx, o.Session, c.id, o.Epoch, now); err != nil {
-		if errors.Is(err, store.ErrConflict) || !c.claimed(ctx, o) {
-			if !errors.Is(err, store.ErrConflict) {
-				c.log.Warn("claim an orphaned session", "session", o.Session, "err", err)
-			}
+		if errors.Is(err, store.ErrConflict) {
+			return
+		}
+		if !c.claimed(ctx, o) {
+			c.log.Warn("claim an orphaned session", "session", o.Session, "err", err)
 			return
 		}
 		// The claim took effect though its answer was lost (its deadline
